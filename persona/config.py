@@ -1,0 +1,118 @@
+"""config.jsonc: the engine (persona model, compaction, browser) and the list of runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import InputError, Problem
+from .jsonc import line_of, load_jsonc, pydantic_problems
+
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PersonaConfig(Strict):
+    """Who plays the persona: the offline scripted persona, or an LLM behind chat completions."""
+
+    kind: Literal["scripted", "openai"] = "scripted"
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")
+    model: str = "gpt-4o-mini"
+    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key (never the key)")
+    temperature: float = 0.7
+    timeout_s: float = 120.0
+    max_retries: int = 6
+    max_steps: int = Field(20000, description="Persona model calls per run before it is stopped as runaway")
+
+    @property
+    def label(self) -> str:
+        return "scripted" if self.kind == "scripted" else self.model
+
+
+class CompactionConfig(Strict):
+    max_tokens: int = Field(30000, gt=0)
+    trim_to_tokens: int = Field(10000, gt=0)
+    encoding: str = "o200k_base"
+
+    @model_validator(mode="after")
+    def _trim_below_max(self) -> "CompactionConfig":
+        if self.trim_to_tokens >= self.max_tokens:
+            raise ValueError("trim_to_tokens must be smaller than max_tokens")
+        return self
+
+
+class BrowserConfig(Strict):
+    headless: bool = True
+    slow_mo_ms: int = 0
+    executable_path: str | None = Field(None, description="Chromium binary; default: chromium on PATH, else Playwright's")
+    trace: Literal["off", "on", "retain-on-failure"] = "retain-on-failure"
+    video: bool = False
+    screenshot_on_failure: bool = True
+    viewport: tuple[int, int] = (1100, 800)
+
+
+class AgentConfig(Strict):
+    """The agent under test and how to reach it."""
+
+    driver: str = Field("demo", description="A driver profile: demo, generic, ... (see drivers/)")
+    url: str | None = Field(None, description="Chat page; for 'demo' leave it out to start the bundled chat")
+    selectors: dict[str, str | None] = Field({}, description="Override the profile's selectors")
+    options: dict[str, Any] = Field({}, description="Override other profile settings (timeouts, new-session mode)")
+
+
+class RunConfig(Strict):
+    id: str = Field(..., pattern=RUN_ID_PATTERN)
+    benchmark: str
+    agent: AgentConfig = AgentConfig()
+    persona: PersonaConfig | None = Field(None, description="Overrides the engine's persona for this run")
+
+
+class Config(Strict):
+    persona: PersonaConfig = PersonaConfig()
+    compaction: CompactionConfig = CompactionConfig()
+    browser: BrowserConfig = BrowserConfig()
+    results_dir: str = "results"
+    parallel: int = Field(2, ge=1, description="Runs played at the same time, one browser context each")
+    runs: list[RunConfig] = Field(..., min_length=1)
+
+    # Set by load_config: where relative paths start.
+    base_dir: Path = Field(Path("."), exclude=True)
+    source: Path = Field(Path("config.jsonc"), exclude=True)
+    locations: dict[tuple, int] = Field({}, exclude=True)
+
+    def problem(self, json_path: tuple, message: str) -> Problem:
+        """A problem located at a value of this config file, e.g. ("runs", 0, "agent", "driver")."""
+        return Problem(str(self.source), line_of(self.locations, json_path), message)
+
+    def persona_for(self, run: RunConfig) -> PersonaConfig:
+        return run.persona or self.persona
+
+    def benchmark_path(self, run: RunConfig) -> Path:
+        return (self.base_dir / run.benchmark).resolve()
+
+    def results_path(self) -> Path:
+        return (self.base_dir / self.results_dir).resolve()
+
+
+def load_config(path: Path) -> Config:
+    data, lines = load_jsonc(path)
+    if not isinstance(data, dict):
+        raise InputError.single(path, 1, "the config must be an object")
+    try:
+        config = Config.model_validate({**data, "base_dir": path.resolve().parent, "source": path, "locations": lines})
+    except ValidationError as e:
+        raise InputError(pydantic_problems(e, path, lines)) from None
+    problems = []
+    seen: dict[str, int] = {}
+    for i, run in enumerate(config.runs):
+        if run.id in seen:
+            problems.append(config.problem(("runs", i, "id"), f"run id {run.id!r} repeats run {seen[run.id]}"))
+        seen[run.id] = i
+    if problems:
+        raise InputError(problems)
+    return config

@@ -1,0 +1,257 @@
+"""The run's whole live state, saved atomically to results/<id>/state.json on every change.
+
+A restart loads it and goes on from the same place; deleting the folder starts over. The full
+agent transcript grows without bound, so it is appended to transcript.jsonl beside it instead,
+which keeps a save's cost flat as a run gets long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .errors import RunError
+from .facts import FactFile
+from .phases import Category
+
+STATE_FILE = "state.json"
+TRANSCRIPT_FILE = "transcript.jsonl"
+SCHEMA_VERSION = 1
+
+Status = Literal["new", "running", "finished", "failed", "interrupted"]
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str  # the JSON text as the model wrote it; parsed when the tool runs
+
+
+class PersonaMessage(BaseModel):
+    """One message of the persona's own context (OpenAI chat format plus bookkeeping)."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    phase: int = 0
+    starts_phase: bool = False  # compaction may cut only right before such a message
+    tokens: int = 0
+
+    def to_api(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id:
+            msg["tool_call_id"] = self.tool_call_id
+        return msg
+
+
+class PendingSend(BaseModel):
+    """A message on its way to the agent; lets a restart tell 'typed and sent' from 'never sent'."""
+
+    text: str
+    turn: int
+    user_messages_before: int | None  # user bubbles in the chat before sending, when the UI shows them
+    status: Literal["typing", "sent"] = "typing"
+
+
+class Evaluation(BaseModel):
+    check_id: str
+    category: Category
+    question: str
+    expected: str
+    answer: str
+    raw_score: float  # as the grader gave it
+    score: float  # after the ×0.5 second-attempt rule
+    second_attempt: bool = False
+    comment: str = ""
+    phase: int
+    turn: int
+    session: int
+    graded_at: datetime = Field(default_factory=now)
+
+
+class AgentSession(BaseModel):
+    index: int
+    url: str | None = None
+    started_turn: int
+    reason: Literal["start", "newSession"] = "start"
+    reset_sign: str = ""  # what showed the chat really reset
+    opened_in_phase: int | None = None  # the phase whose JS block asked for it
+
+
+class AgentNotice(BaseModel):
+    """Something the agent's UI said about itself, e.g. that it compacted its context."""
+
+    turn: int
+    session: int
+    text: str
+
+
+class PersonaCompaction(BaseModel):
+    at_message: int
+    tokens_before: int
+    tokens_after: int
+    dropped_messages: int
+    phase: int
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
+
+    def add(self, phase: int, prompt: int, completion: int) -> None:
+        self.calls += 1
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        p, c = self.by_phase.get(phase, [0, 0])
+        self.by_phase[phase] = [p + prompt, c + completion]
+
+
+class RunState(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    benchmark: str
+    benchmark_title: str = ""
+    driver: str
+    persona_model: str
+    status: Status = "new"
+    error: str | None = None
+    created_at: datetime = Field(default_factory=now)
+    updated_at: datetime = Field(default_factory=now)
+    active_seconds: float = 0.0  # summed over restarts
+
+    phase: int = 0
+    finished: bool = False
+    vars: dict[str, Any] = {}
+    facts: dict[str, FactFile] = {}  # live copies, the profile included
+    loaded_files: list[str] = []  # fact files the persona has read (listed again after compaction)
+    messages: list[PersonaMessage] = []
+    steps: int = 0  # persona model calls
+    turn: int = 0  # messages the agent has answered
+    transcript_len: int = 0  # lines of transcript.jsonl that this state knows of
+    pending: PendingSend | None = None
+    sessions: list[AgentSession] = []
+    evaluations: list[Evaluation] = []
+    agent_notices: list[AgentNotice] = []
+    persona_compactions: list[PersonaCompaction] = []
+    usage: Usage = Usage()
+    log: list[str] = []  # bench.log lines and notable events, short
+
+    @property
+    def session(self) -> int:
+        return len(self.sessions) - 1
+
+    def evaluation(self, check_id: str) -> Evaluation | None:
+        return next((e for e in self.evaluations if e.check_id == check_id), None)
+
+
+class Exchange(BaseModel):
+    """One message to the agent and its reply, as the UI showed them."""
+
+    turn: int
+    session: int
+    phase: int
+    sent: str
+    reply: list[str]
+    signal: str = ""
+    reply_seconds: float = 0.0
+    at: datetime = Field(default_factory=now)
+
+
+class RunStore:
+    """results/<id>/: state.json, transcript.jsonl, and a lock so two processes never share a run."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.path = folder / STATE_FILE
+        self.transcript_path = folder / TRANSCRIPT_FILE
+        self._lock_file: Any = None
+
+    def lock(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock_file = open(self.folder / ".lock", "w")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunError(f"{self.folder} is in use by another mmb process") from None
+
+    def unlock(self) -> None:
+        if self._lock_file:
+            self._lock_file.close()
+            self._lock_file = None
+
+    def load(self) -> RunState | None:
+        if not self.path.exists():
+            return None
+        try:
+            state = RunState.model_validate_json(self.path.read_bytes())
+        except ValueError as e:
+            raise RunError(f"{self.path} is unreadable ({str(e).splitlines()[0]}); move it away to start over") from None
+        self._trim_transcript(state.transcript_len)
+        return state
+
+    def save(self, state: RunState) -> None:
+        state.updated_at = now()
+        atomic_write(self.path, state.model_dump_json(indent=1).encode())
+
+    def append_exchange(self, state: RunState, exchange: Exchange) -> None:
+        """Append to the transcript before the state that counts it is saved; load() drops extras."""
+        with open(self.transcript_path, "a", encoding="utf-8") as f:
+            f.write(exchange.model_dump_json() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        state.transcript_len += 1
+
+    def transcript(self) -> list[Exchange]:
+        if not self.transcript_path.exists():
+            return []
+        with open(self.transcript_path, encoding="utf-8") as f:
+            return [Exchange.model_validate_json(line) for line in f if line.strip()]
+
+    def _trim_transcript(self, keep: int) -> None:
+        """Lines written after the last saved state belong to a step that will be redone."""
+        if not self.transcript_path.exists():
+            return
+        lines = self.transcript_path.read_text(encoding="utf-8").splitlines(keepends=True)
+        complete = [line for line in lines if line.endswith("\n")]
+        if len(complete) != keep or len(lines) != len(complete):
+            atomic_write(self.transcript_path, "".join(complete[:keep]).encode())
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write-then-rename, fsynced, so a crash leaves the old file or the new one, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
