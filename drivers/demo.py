@@ -1,0 +1,19 @@
+"""Profile for the bundled demo chat (demo_agent/), the embedded default agent under test."""
+
+from .profile import Completion, Profile, Selectors
+
+PROFILE = Profile(
+    name="demo",
+    selectors=Selectors(
+        input="textarea#prompt",
+        send="button#send",
+        assistant_message=".msg.assistant",
+        user_message=".msg.user",
+        busy="button#stop",
+        done="[data-done='1']",
+        ignore=".welcome, .placeholder",
+        notice=".msg.notice",
+        new_chat="button#new-chat",
+    ),
+    completion=Completion(first_bubble_timeout_s=30, timeout_s=120),
+)

@@ -1,0 +1,77 @@
+"""A frontend profile: the selectors and habits that let the generic driver work a given chat UI.
+
+Every field can be overridden from config.jsonc (`agent.selectors`, `agent.options`), so a user
+can fix a profile for their build of a frontend without touching code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Selectors(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = Field(..., description="Where the message is typed (textarea or contenteditable)")
+    send: str | None = Field(None, description="Send button; None presses Enter")
+    assistant_message: str = Field(..., description="Each agent bubble")
+    user_message: str | None = Field(None, description="Each of our bubbles: proves a send, orders replies")
+    busy: str | None = Field(None, description="Visible while the agent is generating (stop button, typing...)")
+    done: str | None = Field(None, description="Marks a finished reply, on or after its bubble")
+    ignore: str | None = Field(None, description="Bubbles that are never replies: welcome, placeholders")
+    strip: str | None = Field(None, description="Parts of a bubble that are not its text: timestamps, buttons")
+    notice: str | None = Field(None, description="UI notices about the agent itself, e.g. context compaction")
+    new_chat: str | None = Field(None, description="Starts a new chat")
+    new_chat_confirm: str | None = Field(None, description="Confirms the new chat dialog, if the UI asks")
+
+
+class Completion(BaseModel):
+    """When a reply counts as complete: busy marker gone, done marker there, text stable; all bounded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quiet_ms: int = Field(1500, description="Text unchanged this long, when the UI shows no busy/done marker")
+    quiet_ms_with_markers: int = Field(120, description="Text unchanged this long once busy is gone / done is shown")
+    poll_ms: int = 40
+    first_bubble_timeout_s: float = Field(120, description="No reply bubble at all after this: error")
+    timeout_s: float = Field(600, description="Hard limit for a whole reply")
+    placeholder_patterns: list[str] = Field(
+        [r"^\s*$", r"^(…|\.\.\.|\.\.)$", r"^(Thinking|Typing|Loading)\b.{0,3}$"],
+        description="Bubble texts (JS regexes, case-insensitive) that are placeholders, not replies",
+    )
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    url: str | None = Field(None, description="Default chat page")
+    selectors: Selectors
+    completion: Completion = Completion()
+    input_method: Literal["fill", "type"] = Field("fill", description="'type' presses each key (editors that ignore fill)")
+    new_session: Literal["button", "message", "url", "reload"] = "button"
+    new_session_message: str = "/new"
+    new_session_url: str | None = None
+    send_timeout_s: float = Field(15, description="Our bubble must show up this soon after sending")
+    ready_timeout_s: float = Field(60, description="The input must show up this soon after opening the page")
+
+    def with_overrides(self, selectors: dict[str, Any], options: dict[str, Any]) -> "Profile":
+        """This profile with config.jsonc overrides applied; raises ValueError on unknown keys."""
+        data = self.model_dump()
+        data["selectors"].update(selectors)
+        for key, value in options.items():
+            if key == "completion" and isinstance(value, dict):
+                data["completion"].update(value)
+            else:
+                data[key] = value
+        return profile_from_dict(data)
+
+
+def profile_from_dict(data: dict[str, Any]) -> Profile:
+    """Validate a profile; ValueError lists each wrong field as 'selectors.input: Field required'."""
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as e:
+        raise ValueError("; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None

@@ -1,0 +1,29 @@
+"""Driver profiles by name, as config.jsonc's `agent.driver` names them."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .profile import Profile, profile_from_dict
+
+# name -> module holding PROFILE; modules load only when used.
+PROFILE_MODULES = {
+    "demo": "drivers.demo",
+}
+GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
+
+
+def driver_names() -> list[str]:
+    return sorted([*PROFILE_MODULES, GENERIC])
+
+
+def build_profile(name: str, selectors: dict[str, Any], options: dict[str, Any]) -> Profile:
+    """The named profile with config overrides; ValueError names what is wrong."""
+    if name == GENERIC:
+        return profile_from_dict({"name": GENERIC, "selectors": selectors, **options})
+    if name not in PROFILE_MODULES:
+        raise ValueError(f"unknown driver {name!r} (known: {', '.join(driver_names())})")
+    profile: Profile = importlib.import_module(PROFILE_MODULES[name]).PROFILE
+    return profile.with_overrides(selectors, options)
+

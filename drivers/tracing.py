@@ -1,0 +1,84 @@
+"""Playwright traces: one trace.zip per chat session, a group per turn, kept on failure or always."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Literal
+
+from playwright.async_api import BrowserContext
+
+log = logging.getLogger(__name__)
+
+TraceMode = Literal["off", "on", "retain-on-failure"]
+
+
+class SessionTracer:
+    def __init__(self, context: BrowserContext, folder: Path, mode: TraceMode):
+        self.context = context
+        self.folder = folder
+        self.mode = mode
+        self.files: list[Path] = []
+        self._chunk: Path | None = None
+        self._in_group = False
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "off"
+
+    async def start(self, session_index: int) -> None:
+        if not self.active:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        await self.context.tracing.start(screenshots=True, snapshots=True, sources=False,
+                                         title=f"session {session_index}")
+        await self.context.tracing.start_chunk(title=f"session {session_index}")
+        self._chunk = self._free_name(session_index)
+
+    async def next_session(self, session_index: int) -> None:
+        """Close this session's trace and begin the next one's."""
+        if not self.active:
+            return
+        await self._stop_chunk()
+        await self.context.tracing.start_chunk(title=f"session {session_index}")
+        self._chunk = self._free_name(session_index)
+
+    async def group(self, name: str) -> None:
+        if self.active:
+            await self.end_group()
+            await self.context.tracing.group(name)
+            self._in_group = True
+
+    async def end_group(self) -> None:
+        if self.active and self._in_group:
+            await self.context.tracing.group_end()
+            self._in_group = False
+
+    async def finish(self, failed: bool) -> list[Path]:
+        """Stop tracing; in retain-on-failure mode a run that went well keeps no traces."""
+        if not self.active:
+            return []
+        await self._stop_chunk()
+        await self.context.tracing.stop()
+        if self.mode == "retain-on-failure" and not failed:
+            for f in self.files:
+                f.unlink(missing_ok=True)
+            self.files = []
+        for f in self.files:
+            log.info("trace: playwright show-trace %s", f)
+        return self.files
+
+    async def _stop_chunk(self) -> None:
+        await self.end_group()
+        if self._chunk is not None:
+            await self.context.tracing.stop_chunk(path=str(self._chunk))
+            self.files.append(self._chunk)
+            self._chunk = None
+
+    def _free_name(self, session_index: int) -> Path:
+        """session-2.trace.zip, or session-2.part2.trace.zip when a restart resumes session 2."""
+        path, part = self.folder / f"session-{session_index}.trace.zip", 1
+        while path.exists():
+            part += 1
+            path = self.folder / f"session-{session_index}.part{part}.trace.zip"
+        return path
