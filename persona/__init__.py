@@ -1,0 +1,1 @@
+"""MarathonMemBench engine: benchmarks, the persona loop, grading, state and reports."""

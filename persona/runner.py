@@ -1,0 +1,240 @@
+"""Playing the runs of config.jsonc: check everything first, then run them in parallel.
+
+Each run gets its own browser context, its own results/<id>/ folder and log; one run failing never
+stops the others, and every run's end (finished, failed or interrupted) appends to report.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from playwright.async_api import Browser, async_playwright
+
+from drivers.base import ChatDriver, DriverError
+from drivers.browser import BrowserStartError, launch_chromium
+from drivers.generic import PlaywrightDriver
+from drivers.profile import Profile
+from drivers.registry import build_profile
+
+from .benchmark import Benchmark, load_benchmark
+from .config import Config, PersonaConfig, RunConfig
+from .errors import InputError, Problem, RunError
+from .llm import OpenAIPersona, api_key
+from .loop import PersonaLoop
+from .model import PersonaModel
+from .report import append_entry, mean, render_entry
+from .scripted import ScriptedPersona
+from .state import RunState, RunStore
+from .tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+current_run: contextvars.ContextVar[str] = contextvars.ContextVar("current_run", default="")
+
+
+@dataclass
+class RunPlan:
+    """A run checked and ready: nothing about it can fail on bad input any more."""
+
+    run: RunConfig
+    bench: Benchmark
+    profile: Profile
+    persona: PersonaConfig
+    folder: Path
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    mean_score: float | None
+    error: str | None = None
+
+
+def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
+    """Validate every selected run (benchmark, driver, persona key); one InputError lists all problems."""
+    problems: list[Problem] = []
+    plans = []
+    known = {r.id for r in config.runs}
+    for wanted in only or []:
+        if wanted not in known:
+            problems.append(Problem(str(config.source), None, f"no run with id {wanted!r} (runs: {', '.join(sorted(known))})"))
+    benches: dict[Path, Benchmark] = {}
+    for i, run in enumerate(config.runs):
+        if only and run.id not in only:
+            continue
+        path = config.benchmark_path(run)
+        try:
+            bench = benches.get(path) or load_benchmark(path)
+            benches[path] = bench
+        except InputError as e:
+            problems += [config.problem(("runs", i, "benchmark"), f"benchmark {run.benchmark}:")] + e.problems
+            continue
+        try:
+            profile = build_profile(run.agent.driver, run.agent.selectors, run.agent.options)
+        except ValueError as e:
+            problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: {e}"))
+            continue
+        if run.agent.driver != "demo" and not (run.agent.url or profile.url):
+            problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        persona = config.persona_for(run)
+        if persona.kind == "openai":
+            try:
+                api_key(persona)
+            except RunError as e:
+                problems.append(config.problem(("runs", i) if run.persona else ("persona",), str(e)))
+        plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
+                             folder=config.results_path() / run.id))
+    if problems:
+        raise InputError(problems)
+    return plans
+
+
+def make_persona(plan: RunPlan) -> PersonaModel:
+    if plan.persona.kind == "scripted":
+        return ScriptedPersona(language=plan.bench.manifest.language)
+    return OpenAIPersona(plan.persona)
+
+
+def new_state(plan: RunPlan) -> RunState:
+    return RunState(
+        run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
+        driver=plan.profile.name, persona_model=plan.persona.label,
+        facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
+    )
+
+
+@contextlib.asynccontextmanager
+async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
+    """The chat URL; for the demo driver without one, the bundled demo chat, started for this run."""
+    if plan.run.agent.url or plan.profile.name != "demo":
+        yield plan.run.agent.url
+        return
+    from demo_agent.web import DemoChatServer
+
+    with DemoChatServer(plan.folder / "agent-data") as server:
+        yield server.url
+
+
+class Runner:
+    def __init__(self, config: Config, *, print_line: Callable[[str], None] = print):
+        self.config = config
+        self.print = print_line
+
+    async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
+        async with async_playwright() as pw:
+            b = self.config.browser
+            try:
+                browser = await launch_chromium(pw, headless=b.headless, slow_mo_ms=b.slow_mo_ms,
+                                                executable_path=b.executable_path)
+            except BrowserStartError as e:
+                raise RunError(str(e)) from None
+            try:
+                gate = asyncio.Semaphore(self.config.parallel)
+
+                async def gated(plan: RunPlan) -> RunOutcome:
+                    async with gate:
+                        return await self.run_one(plan, browser)
+
+                return list(await asyncio.gather(*(gated(p) for p in plans)))
+            finally:
+                await browser.close()
+
+    async def run_one(self, plan: RunPlan, browser: Browser) -> RunOutcome:
+        current_run.set(plan.run.id)
+        store = RunStore(plan.folder)
+        store.lock()
+        handler = _run_log_handler(plan)
+        try:
+            state = store.load() or new_state(plan)
+            if state.status == "finished":
+                self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
+                return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
+            resumed = bool(state.messages)
+            self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.profile.name}")
+            return await self._play(plan, browser, store, state)
+        finally:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+            store.unlock()
+
+    async def _play(self, plan: RunPlan, browser: Browser, store: RunStore, state: RunState) -> RunOutcome:
+        state.status, state.error = "running", None
+        store.save(state)
+        model = make_persona(plan)
+        failed = True
+        driver: ChatDriver | None = None
+        try:
+            async with agent_url(plan) as url:
+                driver = await self._driver(plan, browser, url)
+                loop = PersonaLoop(
+                    bench=plan.bench, state=state, store=store, model=model, driver=driver,
+                    counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
+                    max_steps=plan.persona.max_steps)
+                await loop.run()
+                state.status, failed = "finished", False
+        except asyncio.CancelledError:
+            state.status = "interrupted"
+            raise
+        except (RunError, DriverError) as e:
+            state.status, state.error = "failed", str(e)
+        except Exception as e:  # a bug of ours: record it, keep the state resumable
+            log.exception("run %s crashed", plan.run.id)
+            state.status, state.error = "failed", f"{type(e).__name__}: {e}"
+        finally:
+            store.save(state)
+            await self._close(driver, failed)
+            await model.aclose()
+            path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
+            avg = mean(state.evaluations)
+            score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
+            self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
+                       + (f" — {state.error}" if state.error else "") + f"; report: {path}")
+        return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
+
+    async def _driver(self, plan: RunPlan, browser: Browser, url: str | None) -> ChatDriver:
+        b = self.config.browser
+        options: dict = {"viewport": {"width": b.viewport[0], "height": b.viewport[1]}}
+        if b.video:
+            options |= {"record_video_dir": str(plan.folder / "videos"),
+                        "record_video_size": options["viewport"]}
+        context = await browser.new_context(**options)
+        return PlaywrightDriver(plan.profile, context, base_url=url, artifacts=plan.folder,
+                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure)
+
+    async def _close(self, driver: ChatDriver | None, failed: bool) -> None:
+        if driver is None:
+            return
+        try:
+            for f in await driver.close(failed=failed):
+                self.print(f"[{current_run.get()}] trace: playwright show-trace {f}")
+        except Exception as e:  # closing must not hide the run's own outcome
+            log.warning("closing the driver failed: %s", e)
+
+
+class _RunFilter(logging.Filter):
+    def __init__(self, run_id: str):
+        super().__init__()
+        self.run_id = run_id
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return current_run.get() == self.run_id
+
+
+def _run_log_handler(plan: RunPlan) -> logging.Handler:
+    """results/<id>/run.log gets the log lines of this run's task only."""
+    plan.folder.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(plan.folder / "run.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_RunFilter(plan.run.id))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+    return handler
