@@ -214,6 +214,7 @@ class RunStore:
 
     def append_exchange(self, state: RunState, exchange: Exchange) -> None:
         """Append to the transcript before the state that counts it is saved; load() drops extras."""
+        self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.transcript_path, "a", encoding="utf-8") as f:
             f.write(exchange.model_dump_json() + "\n")
             f.flush()

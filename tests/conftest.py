@@ -1,0 +1,63 @@
+"""Shared fixtures: benchmark and config folders in tmp, the Chromium to use, running `mmb`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from drivers.browser import find_system_chromium
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_BENCH = REPO / "benchmarks" / "demo"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = find_system_chromium()
+    if path is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    return path
+
+
+@pytest.fixture
+def write_bench(tmp_path: Path) -> Callable[..., Path]:
+    """write_bench({"benchmark.json": {...}, "chapter1.md": "..."}) -> folder; dicts become JSON."""
+
+    def write(files: dict[str, str | dict], name: str = "bench") -> Path:
+        folder = tmp_path / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for rel, content in files.items():
+            text = json.dumps(content, ensure_ascii=False, indent=1) if isinstance(content, dict) else content
+            (folder / rel).write_text(text, encoding="utf-8")
+        return folder
+
+    return write
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> Callable[..., Path]:
+    """A config.jsonc in tmp with results in tmp/results; `runs` and engine sections as given."""
+
+    def write(runs: list[dict], **engine: object) -> Path:
+        config = {"results_dir": str(tmp_path / "results"), "runs": runs, **engine}
+        path = tmp_path / "config.jsonc"
+        path.write_text("// test config\n" + json.dumps(config, indent=1), encoding="utf-8")
+        return path
+
+    return write
+
+
+def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess, as a user would."""
+    return subprocess.run([sys.executable, "-m", "persona", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+
+
+def demo_run(run_id: str = "demo", **agent: object) -> dict:
+    return {"id": run_id, "benchmark": str(DEMO_BENCH), "agent": {"driver": "demo", **agent}}

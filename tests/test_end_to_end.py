@@ -1,0 +1,136 @@
+"""`mmb run` end to end: real Chromium, the bundled demo chat, the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, demo_run, mmb
+from tests.support.openai_server import OpenAICompatServer, scripted_responder
+
+pytestmark = pytest.mark.usefixtures("chromium")
+
+
+def load_state(results: Path, run_id: str = "demo") -> dict:
+    return json.loads((results / run_id / "state.json").read_text())
+
+
+def evaluations(state: dict) -> list[tuple]:
+    return [(e["check_id"], e["score"], e["second_attempt"], e["answer"]) for e in state["evaluations"]]
+
+
+def agent_user_messages(results: Path, run_id: str = "demo") -> list[str]:
+    """What the demo agent itself received, from its own memory file."""
+    memory = json.loads((results / run_id / "agent-data" / "memory.json").read_text())
+    return [m["text"] for c in memory["conversations"].values() for m in c["messages"] if m["role"] == "user"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict:
+    """One uninterrupted scripted run of the demo benchmark."""
+    tmp = tmp_path_factory.mktemp("reference")
+    config = tmp / "config.jsonc"
+    config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run()],
+                                  "compaction": {"max_tokens": 3000, "trim_to_tokens": 1500}}))
+    done = mmb("run", "-c", str(config))
+    assert done.returncode == 0, done.stderr + done.stdout
+    return {"results": tmp / "results", "stdout": done.stdout, "state": load_state(tmp / "results")}
+
+
+def test_demo_run_writes_state_and_report(reference):
+    state, results = reference["state"], reference["results"]
+    assert state["status"] == "finished" and state["finished"]
+    assert len(state["evaluations"]) == 10
+    assert [s["reason"] for s in state["sessions"]] == ["start", "newSession"]
+    assert "url changed" in state["sessions"][1]["reset_sign"]
+    assert state["persona_compactions"], "the demo config is small enough to compact the persona"
+    assert state["facts"]["running"]["sections"][0]["facts"][1]["text"] == "My 10 km personal best is now 52:30"
+    scores = [e["score"] for e in state["evaluations"]]
+    assert 0 < sum(scores) / len(scores) < 10, "the demo agent should neither ace nor fail the demo"
+    assert any(e["second_attempt"] and e["score"] == 5 for e in state["evaluations"])
+    report = (results / "report.md").read_text()
+    assert "Coverage audit:** 10 of 10 planned checks graded" in report
+    assert "#### d6 [aggregate] — 0/10" in report and "- **Expected:** 2" in report
+    assert "finished: mean" in reference["stdout"]
+    transcript = (results / "demo" / "transcript.jsonl").read_text().splitlines()
+    assert len(transcript) == state["turn"] and all("busy-gone" in json.loads(t)["signal"] for t in transcript)
+    assert not (results / "demo" / "traces").exists() or not list((results / "demo" / "traces").iterdir())
+
+
+def test_a_finished_run_is_not_replayed_and_deleting_it_starts_over(reference, tmp_path):
+    config = tmp_path / "config.jsonc"
+    config.write_text(json.dumps({"results_dir": str(reference["results"]), "runs": [demo_run()]}))
+    again = mmb("run", "-c", str(config))
+    assert again.returncode == 0 and "already finished" in again.stdout
+
+
+def _run_until(config: Path, results: Path, turn: int) -> None:
+    """Start mmb and kill -9 its whole process group once the state reaches `turn`."""
+    proc = subprocess.Popen([sys.executable, "-m", "persona", "run", "-c", str(config)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                if load_state(results)["turn"] >= turn:
+                    break
+            except (FileNotFoundError, json.JSONDecodeError, KeyError):
+                pass
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp_path):
+    config = write_config([demo_run()], compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
+    results = tmp_path / "results"
+    for turn in (1, 6, 17, 19, 24, 29):  # facts, the new session, the checks, a memory search
+        _run_until(config, results, turn)
+    done = mmb("run", "-c", str(config))
+    assert done.returncode == 0, done.stderr
+    state = load_state(results)
+    assert evaluations(state) == evaluations(reference["state"])
+    # No message reached the agent twice: it got exactly what an uninterrupted run sends.
+    assert agent_user_messages(results) == agent_user_messages(reference["results"])
+
+
+def test_parallel_runs_use_their_own_contexts(write_config, tmp_path):
+    config = write_config([demo_run("one"), demo_run("two")], parallel=2)
+    done = mmb("run", "-c", str(config))
+    assert done.returncode == 0, done.stderr
+    results = tmp_path / "results"
+    spans = []
+    for run_id in ("one", "two"):
+        assert load_state(results, run_id)["status"] == "finished"
+        lines = [json.loads(x) for x in (results / run_id / "transcript.jsonl").read_text().splitlines()]
+        spans.append((lines[0]["at"], lines[-1]["at"]))
+    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], "the two runs should overlap in time"
+    assert (results / "report.md").read_text().count("## ") >= 2
+
+
+def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write_config, tmp_path):
+    secret = "sk-test-do-not-leak-1234567890"
+    with OpenAICompatServer(scripted_responder("en")) as server:
+        persona = {"kind": "openai", "base_url": server.base_url, "model": "test-model", "api_key_env": "MMB_TEST_KEY"}
+        config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
+        done = mmb("run", "-c", str(config), env={"MMB_TEST_KEY": secret})
+    assert done.returncode == 0, done.stderr
+    state = load_state(tmp_path / "results")
+    assert evaluations(state) == evaluations(reference["state"])
+    first = server.requests[0]
+    assert first["model"] == "test-model" and first["messages"][0]["role"] == "system"
+    assert [t["function"]["name"] for t in first["tools"]][:3] == ["next_phase", "facts_read", "facts_mark_told"]
+    assert "# Your scenario" in first["messages"][0]["content"]
+    assert state["usage"]["calls"] == len(server.requests)
+    for path in (tmp_path / "results").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
