@@ -49,7 +49,7 @@ class ChatDriver(ABC):
     name: str = "driver"
 
     @abstractmethod
-    async def open(self, session_url: str | None) -> SessionInfo:
+    async def open(self, session_url: str | None, session_index: int = 0) -> SessionInfo:
         """Open the chat: the saved session to resume, or a fresh one when None."""
 
     @abstractmethod

@@ -12,14 +12,21 @@ PROFILE_MODULES = {
     "demo": "drivers.demo",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
+IN_PROCESS = {"oracle"}  # drivers without a browser (see drivers/oracle.py)
 
 
 def driver_names() -> list[str]:
-    return sorted([*PROFILE_MODULES, GENERIC])
+    return sorted([*PROFILE_MODULES, GENERIC, *IN_PROCESS])
 
 
-def build_profile(name: str, selectors: dict[str, Any], options: dict[str, Any]) -> Profile:
-    """The named profile with config overrides; ValueError names what is wrong."""
+def needs_browser(name: str) -> bool:
+    return name not in IN_PROCESS
+
+
+def build_profile(name: str, selectors: dict[str, Any], options: dict[str, Any]) -> Profile | None:
+    """The named profile with config overrides (None for in-process drivers); ValueError names what is wrong."""
+    if name in IN_PROCESS:
+        return None
     if name == GENERIC:
         return profile_from_dict({"name": GENERIC, "selectors": selectors, **options})
     if name not in PROFILE_MODULES:

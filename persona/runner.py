@@ -20,7 +20,8 @@ from drivers.base import ChatDriver, DriverError
 from drivers.browser import BrowserStartError, launch_chromium
 from drivers.generic import PlaywrightDriver
 from drivers.profile import Profile
-from drivers.registry import build_profile
+from drivers.oracle import OracleDriver
+from drivers.registry import build_profile, needs_browser
 
 from .benchmark import Benchmark, load_benchmark
 from .config import Config, PersonaConfig, RunConfig
@@ -43,7 +44,7 @@ class RunPlan:
 
     run: RunConfig
     bench: Benchmark
-    profile: Profile
+    profile: Profile | None  # None for in-process drivers
     persona: PersonaConfig
     folder: Path
 
@@ -80,7 +81,7 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
         except ValueError as e:
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: {e}"))
             continue
-        if run.agent.driver != "demo" and not (run.agent.url or profile.url):
+        if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
         persona = config.persona_for(run)
         if persona.kind == "openai":
@@ -104,7 +105,7 @@ def make_persona(plan: RunPlan) -> PersonaModel:
 def new_state(plan: RunPlan) -> RunState:
     return RunState(
         run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
-        driver=plan.profile.name, persona_model=plan.persona.label,
+        driver=plan.run.agent.driver, persona_model=plan.persona.label,
         facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
     )
 
@@ -112,7 +113,7 @@ def new_state(plan: RunPlan) -> RunState:
 @contextlib.asynccontextmanager
 async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
     """The chat URL; for the demo driver without one, the bundled demo chat, started for this run."""
-    if plan.run.agent.url or plan.profile.name != "demo":
+    if plan.run.agent.url or plan.run.agent.driver != "demo":
         yield plan.run.agent.url
         return
     from demo_agent.web import DemoChatServer
@@ -127,6 +128,21 @@ class Runner:
         self.print = print_line
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
+        async with self._browser(any(needs_browser(p.run.agent.driver) for p in plans)) as browser:
+            gate = asyncio.Semaphore(self.config.parallel)
+
+            async def gated(plan: RunPlan) -> RunOutcome:
+                async with gate:
+                    return await self.run_one(plan, browser)
+
+            return list(await asyncio.gather(*(gated(p) for p in plans)))
+
+    @contextlib.asynccontextmanager
+    async def _browser(self, wanted: bool) -> AsyncIterator[Browser | None]:
+        """One Chromium for all runs (each gets its own context), started only if a run needs it."""
+        if not wanted:
+            yield None
+            return
         async with async_playwright() as pw:
             b = self.config.browser
             try:
@@ -135,17 +151,11 @@ class Runner:
             except BrowserStartError as e:
                 raise RunError(str(e)) from None
             try:
-                gate = asyncio.Semaphore(self.config.parallel)
-
-                async def gated(plan: RunPlan) -> RunOutcome:
-                    async with gate:
-                        return await self.run_one(plan, browser)
-
-                return list(await asyncio.gather(*(gated(p) for p in plans)))
+                yield browser
             finally:
                 await browser.close()
 
-    async def run_one(self, plan: RunPlan, browser: Browser) -> RunOutcome:
+    async def run_one(self, plan: RunPlan, browser: Browser | None) -> RunOutcome:
         current_run.set(plan.run.id)
         store = RunStore(plan.folder)
         store.lock()
@@ -156,14 +166,14 @@ class Runner:
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
-            self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.profile.name}")
+            self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state)
         finally:
             logging.getLogger().removeHandler(handler)
             handler.close()
             store.unlock()
 
-    async def _play(self, plan: RunPlan, browser: Browser, store: RunStore, state: RunState) -> RunOutcome:
+    async def _play(self, plan: RunPlan, browser: Browser | None, store: RunStore, state: RunState) -> RunOutcome:
         state.status, state.error = "running", None
         store.save(state)
         model = make_persona(plan)
@@ -197,7 +207,10 @@ class Runner:
                        + (f" — {state.error}" if state.error else "") + f"; report: {path}")
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
-    async def _driver(self, plan: RunPlan, browser: Browser, url: str | None) -> ChatDriver:
+    async def _driver(self, plan: RunPlan, browser: Browser | None, url: str | None) -> ChatDriver:
+        if plan.profile is None:
+            return OracleDriver(plan.bench)
+        assert browser is not None
         b = self.config.browser
         options: dict = {"viewport": {"width": b.viewport[0], "height": b.viewport[1]}}
         if b.video:
