@@ -25,6 +25,15 @@ from .tracing import SessionTracer, TraceMode
 
 log = logging.getLogger(__name__)
 
+# Is our message in the chat? More user bubbles than before; or, for chats that keep only their last
+# messages in the page (Open WebUI: 8), a last user bubble that is new and shows the text we sent.
+_OURS_SHOWN_JS = r"""(users, before, sent) => {
+  const squash = (t) => (t || "").split(/\s+/).join(" ").trim();
+  const last = users[users.length - 1];
+  return users.length > before ||
+    (!!sent && !!last && !last.hasAttribute("data-mmb-seen") && squash(last.innerText) === squash(sent));
+}"""
+
 _REPLY_JS = r"""
 (cfg) => {
   const st = (window.__mmbWaits = window.__mmbWaits || {});
@@ -42,7 +51,7 @@ _REPLY_JS = r"""
   let bubbles = all(cfg.assistant).filter((el) => !(cfg.ignore && el.closest(cfg.ignore)));
   if (cfg.user) {
     const users = all(cfg.user);
-    if (users.length <= cfg.usersBefore) return cfg.diagnose ? {stage: "our message is not shown"} : false;
+    if (!(__OURS_SHOWN__)(users, cfg.usersBefore, cfg.sent)) return cfg.diagnose ? {stage: "our message is not shown"} : false;
     const anchor = users[users.length - 1];
     bubbles = bubbles.filter((el) => after(anchor, el));
   } else {
@@ -69,6 +78,8 @@ _REPLY_JS = r"""
   return {bubbles: texts, signal, notices};
 }
 """
+
+_REPLY_JS = _REPLY_JS.replace("__OURS_SHOWN__", _OURS_SHOWN_JS)
 
 _MARK_SEEN_JS = """(sels) => { for (const s of sels) for (const el of document.querySelectorAll(s)) el.setAttribute("data-mmb-seen", "1"); }"""
 
@@ -98,6 +109,8 @@ class PlaywrightDriver(ChatDriver):
         if self.page is None:
             await self.tracer.start(session_index)
             self.page = await self.context.new_page()
+            if self._sel.dismiss:  # Playwright clicks it away before any action it would block
+                await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
         url = urljoin(self.base_url, session_url) if session_url else self.base_url
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
@@ -131,13 +144,14 @@ class PlaywrightDriver(ChatDriver):
         await self.tracer.group(f"turn {self._turn}")
         started = time.monotonic()
         users_before = await self.user_message_count()
-        await page.evaluate(_MARK_SEEN_JS, [s for s in (self._sel.assistant_message, self._sel.notice) if s])
+        marked = (self._sel.assistant_message, self._sel.notice, self._sel.user_message)
+        await page.evaluate(_MARK_SEEN_JS, [s for s in marked if s])
         await self._type(text)
         await self._submit()
-        await self._wait_sent(users_before)
+        await self._wait_sent(users_before, text)
         if on_sent:
             await on_sent()
-        reply = await self._wait_reply(users_before or 0)
+        reply = await self._wait_reply(users_before or 0, text)
         reply.seconds = time.monotonic() - started
         await self.tracer.end_group()
         return reply
@@ -182,23 +196,24 @@ class PlaywrightDriver(ChatDriver):
         except PlaywrightError as e:
             raise await self._error(f"cannot send with {self._sel.send or 'Enter'!r}: {str(e).splitlines()[0]}") from None
 
-    async def _wait_sent(self, users_before: int | None) -> None:
+    async def _wait_sent(self, users_before: int | None, text: str) -> None:
         if users_before is None:
             return
         try:
             await self._page().wait_for_function(
-                "([s, n]) => document.querySelectorAll(s).length > n", arg=[self._sel.user_message, users_before],
+                f"([s, n, sent]) => ({_OURS_SHOWN_JS})(Array.from(document.querySelectorAll(s)), n, sent)",
+                arg=[self._sel.user_message, users_before, text],
                 timeout=self.profile.send_timeout_s * 1000, polling=self.profile.completion.poll_ms)
         except PlaywrightTimeout:
             raise await self._error(
                 f"the message did not show up as sent: no new {self._sel.user_message!r} "
                 f"within {self.profile.send_timeout_s:g} s") from None
 
-    async def _wait_reply(self, users_before: int) -> Reply:
+    async def _wait_reply(self, users_before: int, sent: str | None = None) -> Reply:
         c = self.profile.completion
         cfg = {
             "token": next(_tokens), "assistant": self._sel.assistant_message, "user": self._sel.user_message,
-            "usersBefore": users_before, "busy": self._sel.busy, "done": self._sel.done, "ignore": self._sel.ignore,
+            "usersBefore": users_before, "sent": sent, "busy": self._sel.busy, "done": self._sel.done, "ignore": self._sel.ignore,
             "strip": self._sel.strip, "notice": self._sel.notice, "placeholders": c.placeholder_patterns,
             "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers, "diagnose": False, "firstOnly": False,
         }

@@ -25,6 +25,7 @@ class Selectors(BaseModel):
     notice: str | None = Field(None, description="UI notices about the agent itself, e.g. context compaction")
     new_chat: str | None = Field(None, description="Starts a new chat")
     new_chat_confirm: str | None = Field(None, description="Confirms the new chat dialog, if the UI asks")
+    dismiss: str | None = Field(None, description="Clicked whenever it shows up over the chat: what's-new dialogs, banners")
 
 
 class Completion(BaseModel):
