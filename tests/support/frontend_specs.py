@@ -64,6 +64,9 @@ def _openwebui_env(launch: Launch) -> dict[str, str]:
 
 OPENWEBUI = Frontend(
     name="openwebui",
+    # torch first, with pip: where the machine keeps a CPU build of 2.13.0 on disk pip takes it;
+    # otherwise open-webui's sentence-transformers pulls a CUDA build of several GB.
+    pip_first=("torch==2.13.0",),
     requirements=("open-webui==0.12.4",),
     command=lambda bin, launch: [str(bin / "open-webui"), "serve", "--host", "127.0.0.1", "--port", str(launch.port)],
     env=_openwebui_env,

@@ -1,0 +1,35 @@
+"""Profile for Open WebUI (`open-webui serve`).
+
+Tested with open-webui 0.12.4 (tests/frontends/). Start with `open-webui serve --host 127.0.0.1
+--port 8080`; offline it needs the environment in tests/support/frontend_specs.py (no auth, no
+model downloads, no title/tag/follow-up generation), and ~40 s and ~1 GB to get ready. Quirks:
+- The input is a rich-text contenteditable (`#chat-input`); `fill` works on it.
+- With an empty prompt the send slot is a "Call" button; `#send-message-button` shows once text is in.
+- While generating a Stop button replaces send; the reply's action bar (Copy, Regenerate...), a
+  sibling after the bubble, appears only when the message is done: the done marker.
+- A user bubble also holds its time and buttons: its text is taken from `.markdown-prose` only.
+- The first visit after an install or upgrade opens a "What's New" dialog over the chat; its
+  Close button is the `dismiss` selector.
+- "New chat" is a link in the sidebar; collapsed (the default at 1100 px), the sidebar keeps an
+  inert copy of it, hence `:not([inert] *)`. A new chat is at `/`, and gets a `/c/<id>` URL
+  once its first message is sent.
+"""
+
+from .profile import Completion, Profile, Selectors
+
+PROFILE = Profile(
+    name="openwebui",
+    url="http://127.0.0.1:8080/",
+    selectors=Selectors(
+        input="#chat-input",
+        send="#send-message-button",
+        assistant_message=".chat-assistant",
+        user_message=".chat-user .markdown-prose",
+        busy="button[aria-label=Stop]",
+        done="button.copy-response-button",
+        new_chat="a[aria-label='New Chat']:not([inert] *)",
+        dismiss="[role=dialog] button[aria-label=Close]",
+    ),
+    completion=Completion(quiet_ms_with_markers=300),
+    ready_timeout_s=120,
+)
