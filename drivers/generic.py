@@ -67,7 +67,10 @@ class PlaywrightDriver(ChatDriver):
             await self.tracer.start(session_index)
             # A persistent profile opens with a blank tab: use it rather than leave it beside ours.
             blank = [p for p in self.context.pages if p.url in ("about:blank", "")]
-            self.page = blank[0] if blank else await self.context.new_page()
+            try:
+                self.page = blank[0] if blank else await self.context.new_page()
+            except PlaywrightError as e:
+                raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
         url = urljoin(self.base_url, session_url) if session_url else self.base_url
         try:
             await self.page.goto(url, wait_until="domcontentloaded")

@@ -100,7 +100,7 @@ WATCH_JS = r"""
   const lastReal = real[real.length - 1];
   // A placeholder after the last real bubble: the agent is still at work on (a part of) the reply.
   const pending = cfg.placeholderBusy && shown.some((b) => isPlaceholder(b.text) && (!lastReal || after(lastReal.el, b.el)));
-  if (shown.some((b) => isPlaceholder(b.text))) w.placeholderSeen = true;
+  if (pending) w.placeholderSeen = true;  // a placeholder held the reply open at least once
   const busy = busyNow();
   if (busy && !w.busySeen) w.busySeen = now;
   const doneMark = (el) => el.matches(cfg.done) || !!el.querySelector(cfg.done) ||

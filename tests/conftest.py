@@ -53,9 +53,11 @@ def write_config(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
-def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the real CLI in a subprocess, as a user would."""
-    return subprocess.run([sys.executable, "-m", "persona", *args], capture_output=True, text=True,
+def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
+        wrapper: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess, as a user would (`wrapper` goes first, e.g. xvfb-run -a)."""
+    return subprocess.run([*(wrapper or []), sys.executable, "-m", "persona", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL,
                           timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
 
 
