@@ -13,8 +13,8 @@ a bot command.
         page.goto(lab.url + "/")            # redirects to /c/<id>, a fresh chat
         profile = lab.profile()             # the drivers.profile.Profile matching the scenario
 
-The server keeps each conversation (so a reload shows it) and records what it was sent and the
-User-Agent of every request (headless Chromium says "HeadlessChrome"). The reply text comes from
+The server keeps each conversation (so a reload shows it) and records what it was sent, the
+User-Agent of every request (headless Chromium says "HeadlessChrome") and the cookies it got. The reply text comes from
 `responder(text, history) -> bubbles`; by default `echo: <text>`, as many bubbles as
 `scenario.bubbles`. Change `lab.scenario` between page loads to change the behaviour.
 
@@ -79,6 +79,7 @@ class ChatLab:
         self.conversations: dict[str, list[dict[str, str]]] = {}
         self.received: list[str] = []  # every message text posted, in order
         self.user_agents: list[str] = []  # of every request
+        self.cookies: list[str] = []  # the Cookie header of every request that had one
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -194,8 +195,13 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             return json.loads(self.rfile.read(length) or b"{}") if length else {}
 
-        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        def _record(self) -> None:
             lab.user_agents.append(self.headers.get("User-Agent", ""))
+            if self.headers.get("Cookie"):
+                lab.cookies.append(self.headers["Cookie"])
+
+        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            self._record()
             path = self.path.split("?", 1)[0]
             if path == "/":
                 self._send(HTTPStatus.FOUND, b"", "text/plain", {"Location": f"/c/{lab.new_conversation()}"})
@@ -209,7 +215,7 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
                 self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib name
-            lab.user_agents.append(self.headers.get("User-Agent", ""))
+            self._record()
             path = self.path.split("?", 1)[0]
             if path == "/api/new":
                 self._json({"id": lab.new_conversation()})
