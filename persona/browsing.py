@@ -17,8 +17,9 @@ from drivers.registry import GENERIC, build_profile
 from .config import BrowserConfig
 
 
-def parse_pairs(pairs: list[str], what: str) -> dict[str, Any]:
-    """`key=value` flags into a dict; values that read as JSON (numbers, true, null) become that.
+def parse_pairs(pairs: list[str], what: str, *, json_values: bool = True) -> dict[str, Any]:
+    """`key=value` flags into a dict. With json_values, values that read as JSON (numbers, true,
+    null) become that; otherwise they stay text, and an empty value is None (no such selector).
 
     A dotted key nests: `completion.quiet_ms=2000` -> {"completion": {"quiet_ms": 2000}}.
     """
@@ -27,14 +28,18 @@ def parse_pairs(pairs: list[str], what: str) -> dict[str, Any]:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"{what} {pair!r}: write it as key=value")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
+        value: Any = raw or None
+        if json_values:
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = raw
         *parents, leaf = key.split(".")
         node = out
         for p in parents:
             node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"{what} {pair!r}: {p} is not a group of settings")
         node[leaf] = value
     return out
 

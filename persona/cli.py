@@ -148,7 +148,7 @@ def probe_cmd(
     _apply_overrides(browser, headed, slow_mo, trace, False)
     try:
         options = {"ready_timeout_s": wait, **parse_pairs(option or [], "--option")}
-        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector"), options)
+        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector", json_values=False), options)
     except ValueError as e:
         _fail(str(e))
     auth_dir = (base_dir / browser.auth_dir).resolve()
@@ -197,6 +197,28 @@ def login_cmd(
     what = "a Chromium profile" if saved.kind == "profile" else "storage state: cookies, localStorage, IndexedDB"
     typer.echo(f"saved login {saved.name!r} ({what}) to {saved.path} (owner-only; never commit it)\n"
                f'use it in config.jsonc: "agent": {{"auth": "{saved.name}", ...}}')
+
+
+@app.command("browsers-path")
+def browsers_path_cmd(
+    folder: Annotated[Path, typer.Option("--dir", help="Where to make it")] = Path(".ms-playwright"),
+) -> None:
+    """Print a PLAYWRIGHT_BROWSERS_PATH whose builds link to the system Chromium and ffmpeg (Linux).
+
+    For `playwright run-server` or `playwright show-trace` on a machine without `playwright install`:
+    PLAYWRIGHT_BROWSERS_PATH=$(mmb browsers-path) playwright run-server --host 127.0.0.1 --port 3000
+    """
+    from drivers.browser import BrowserStartError, find_system_chromium
+    from drivers.playwright_home import find_ffmpeg, linked_browsers_path
+
+    try:
+        chromium = find_system_chromium()
+        root = linked_browsers_path(folder.resolve(), chromium=chromium, ffmpeg=find_ffmpeg())
+    except (BrowserStartError, RuntimeError) as e:
+        _fail(str(e), 1)
+    if chromium is None:
+        typer.secho("no system Chromium found: only ffmpeg is linked", fg="yellow", err=True)
+    typer.echo(str(root))
 
 
 @app.command("demo-agent")

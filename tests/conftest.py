@@ -1,4 +1,4 @@
-"""Shared fixtures: benchmark and config folders in tmp, the Chromium to use, running `mmb`."""
+"""Shared fixtures: benchmark and config folders in tmp, the Chromium to use (and a harness on it), running `mmb`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ def chromium() -> str:
     if path is None:
         pytest.skip("no Chromium on this machine (apt-get install chromium)")
     return path
+
+
+@pytest.fixture(scope="module")
+def harness(chromium: str):
+    """A real headless Chromium on an event loop of the module's own, for async driver tests."""
+    from tests.support.async_browser import BrowserHarness
+
+    h = BrowserHarness(chromium)
+    yield h
+    h.close()
 
 
 @pytest.fixture

@@ -24,13 +24,6 @@ from tests.support.login_site import LoginSite
 pytestmark = pytest.mark.usefixtures("chromium")
 
 
-@pytest.fixture(scope="module")
-def harness(chromium: str) -> Iterator[BrowserHarness]:
-    h = BrowserHarness(chromium)
-    yield h
-    h.close()
-
-
 @pytest.fixture
 def site() -> Iterator[LoginSite]:
     with LoginSite(cookie="ck-" + secrets.token_hex(8), local="ls-" + secrets.token_hex(8),

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from drivers.playwright_home import linked_browsers_path
 from tests.conftest import mmb
 from tests.support.chat_lab import ChatLab
 from tests.test_probe import LAB_SELECTORS, flags
@@ -53,11 +52,15 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture
 def playwright_server(chromium: str, tmp_path: Path) -> Iterator[str]:
-    """`playwright run-server` on 127.0.0.1; it launches by name, so it gets a browsers folder of symlinks."""
-    browsers = linked_browsers_path(tmp_path / "pw-browsers", chromium=chromium, ffmpeg=None)
+    """`playwright run-server` on 127.0.0.1, as the README says: it launches by name, so it gets the
+    folder of symlinks that `mmb browsers-path` makes."""
+    made = mmb("browsers-path", "--dir", str(tmp_path / "pw-browsers"))
+    assert made.returncode == 0, made.stderr
+    browsers = made.stdout.strip()
+    assert Path(browsers) == tmp_path / "pw-browsers"
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "playwright", "run-server", "--host", "127.0.0.1", "--port", str(port)],
-                            env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(browsers)},
+                            env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": browsers},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_for("playwright run-server", lambda: _port_open(port), proc)

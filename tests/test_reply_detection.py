@@ -14,15 +14,7 @@ from pathlib import Path
 import pytest
 
 from drivers.base import ReplyTimeout
-from tests.support.async_browser import BrowserHarness
 from tests.support.chat_lab import ChatLab, LabScenario
-
-
-@pytest.fixture(scope="module")
-def harness(chromium: str) -> Iterator[BrowserHarness]:
-    h = BrowserHarness(chromium)
-    yield h
-    h.close()
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from drivers.profile import Completion, Profile, Selectors
+from tests.support.http_reply import respond
 
 Responder = Callable[[str, list[dict[str, str]]], list[str]]
 NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
@@ -179,14 +180,7 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
+            respond(self, status, body, ctype, headers)
 
         def _json(self, obj: Any, status: int = HTTPStatus.OK) -> None:
             self._send(status, json.dumps(obj, ensure_ascii=False).encode(), "application/json; charset=utf-8")

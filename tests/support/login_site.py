@@ -11,6 +11,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.http_reply import respond
+
 _LOGIN = """<!doctype html><title>login</title><p>logging in…</p><script>
 localStorage.setItem("token", %(local)s);
 const open = indexedDB.open("app", 1);
@@ -54,7 +56,7 @@ class LoginSite:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 - stdlib name
-                headers = {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"}
+                headers = {}
                 if self.path == "/login":
                     body = _LOGIN % {k: json.dumps(v) for k, v in site.secrets.items()}
                     headers["Set-Cookie"] = f"sid={site.secrets['cookie']}; HttpOnly; Path=/; Max-Age=3600"
@@ -64,13 +66,7 @@ class LoginSite:
                 else:
                     self.send_error(404)
                     return
-                data = body.encode()
-                self.send_response(200)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                respond(self, 200, body.encode(), "text/html; charset=utf-8", headers)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
