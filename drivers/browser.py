@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -122,10 +123,18 @@ async def launch_chromium(pw: Playwright, config: BrowserConfig | None = None, *
     return await pw.chromium.launch(**{**options, "executable_path": None})
 
 
+def safe_endpoint(url: str) -> str:
+    """An endpoint fit for logs: hosted browsers put tokens in the query or the user part."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "…" if parts.query else "", ""))
+
+
 async def connect_browser(pw: Playwright, config: BrowserConfig) -> Browser:
     c = config.connect
     assert c is not None
-    where = c.ws_endpoint or c.cdp_url
+    where = safe_endpoint(c.ws_endpoint or c.cdp_url or "")
     try:
         if c.ws_endpoint:
             return await pw.chromium.connect(c.ws_endpoint, timeout=c.timeout_s * 1000, slow_mo=config.slow_mo_ms,
@@ -134,7 +143,8 @@ async def connect_browser(pw: Playwright, config: BrowserConfig) -> Browser:
                                                   slow_mo=config.slow_mo_ms, headers=c.headers or None)
     except PlaywrightError as e:
         kind = "the Playwright server" if c.ws_endpoint else "the Chromium debugging port"
-        raise BrowserStartError(f"cannot connect to {kind} at {where}: {str(e).splitlines()[0]}") from None
+        reason = str(e).splitlines()[0].replace(c.ws_endpoint or c.cdp_url or "", where)
+        raise BrowserStartError(f"cannot connect to {kind} at {where}: {reason}") from None
 
 
 @dataclass
@@ -157,7 +167,8 @@ class BrowserHost:
         if self._browser is None:
             if self.config.connect is not None:
                 self._browser = await connect_browser(self.pw, self.config)
-                log.info("browser: connected to %s (%s %s)", self.config.connect.ws_endpoint or self.config.connect.cdp_url,
+                log.info("browser: connected to %s (%s %s)",
+                         safe_endpoint(self.config.connect.ws_endpoint or self.config.connect.cdp_url or ""),
                          self._browser.browser_type.name, self._browser.version)
             else:
                 self._browser = await launch_chromium(self.pw, self.config)

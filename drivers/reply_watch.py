@@ -103,7 +103,8 @@ WATCH_JS = r"""
   if (pending) w.placeholderSeen = true;  // a placeholder held the reply open at least once
   const busy = busyNow();
   if (busy && !w.busySeen) w.busySeen = now;
-  const doneMark = (el) => el.matches(cfg.done) || !!el.querySelector(cfg.done) ||
+  // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
+  const doneMark = (el) => !!el.closest(cfg.done) || !!el.querySelector(cfg.done) ||
                            all(cfg.done).some((d) => !d.hasAttribute(SEEN) && after(el, d));
   const done = !!cfg.done && !!lastReal && doneMark(lastReal.el);
   const texts = real.map((b) => b.text);

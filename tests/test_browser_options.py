@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from drivers import playwright_home
-from drivers.browser import CHROMIUM_ARGS, context_options, launch_options
+from drivers.browser import CHROMIUM_ARGS, context_options, launch_options, safe_endpoint
 from persona.browsing import parse_pairs, resolve_profile
 from persona.cli import _apply_overrides
 from persona.config import BrowserConfig, ConnectConfig
@@ -42,6 +42,11 @@ def test_connect_needs_exactly_one_endpoint():
     for bad in ({}, {"ws_endpoint": "ws://a", "cdp_url": "http://b"}):
         with pytest.raises(ValidationError, match="exactly one of ws_endpoint and cdp_url"):
             ConnectConfig(**bad)
+
+
+def test_endpoints_are_logged_without_their_tokens():
+    assert safe_endpoint("wss://user:pw@cloud.example:443/chromium?token=s3cret") == "wss://cloud.example:443/chromium?…"
+    assert safe_endpoint("ws://127.0.0.1:3000/") == "ws://127.0.0.1:3000/"
 
 
 def test_selector_and_option_pairs():

@@ -112,9 +112,10 @@ def test_probe_through_a_chromium_debugging_port_with_a_trace(chromium_with_debu
 
 def test_nothing_listening_is_a_clear_error(tmp_path):
     port = _free_port()
-    done, _ = probe_through({"ws_endpoint": f"ws://127.0.0.1:{port}/", "timeout_s": 5}, tmp_path)
+    done, _ = probe_through({"ws_endpoint": f"ws://127.0.0.1:{port}/?token=tok-s3cret-77", "timeout_s": 5}, tmp_path)
     assert done.returncode == 1
-    assert f"cannot connect to the Playwright server at ws://127.0.0.1:{port}/:" in done.stderr
+    assert f"cannot connect to the Playwright server at ws://127.0.0.1:{port}/?…:" in done.stderr
+    assert "tok-s3cret-77" not in done.stderr + done.stdout
 
 
 def test_connect_takes_exactly_one_endpoint(tmp_path):

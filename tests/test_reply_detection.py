@@ -107,6 +107,15 @@ def test_done_marker_after_each_bubble(harness, lab, tmp_path):
     assert signal_is(second.signal, "busy-gone", "done"), second.signal
 
 
+def test_done_marker_on_the_container_of_the_text(harness, lab, tmp_path):
+    lab.scenario = LabScenario(text_span=True, busy="none", done="attr", done_delay_ms=700)
+    profile = lab.profile(selectors={"assistant_message": "#log .bubble.bot .text", "user_message": "#log .bubble.me .text"})
+    [reply] = harness.chat(profile, tmp_path, ["nested"])
+    assert reply.bubbles == ["echo: nested"]
+    assert signal_is(reply.signal, "done"), reply.signal
+    assert reply.seconds >= 0.7
+
+
 @pytest.mark.parametrize("placeholder,replace", [("Thinking…", "text"), ("…", "node"), ("", "text")])
 def test_placeholder_bubbles_are_never_the_reply(harness, lab, tmp_path, placeholder, replace):
     lab.scenario = LabScenario(first_token_ms=800, busy="none", placeholder=placeholder, placeholder_replace=replace)

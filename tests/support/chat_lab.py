@@ -19,7 +19,7 @@ User-Agent of every request (headless Chromium says "HeadlessChrome") and the co
 `scenario.bubbles`. Change `lab.scenario` between page loads to change the behaviour.
 
 DOM: `#log` holds `.bubble.me` (ours) and `.bubble.bot` (the agent's; `.welcome` on the welcome);
-`#box` is the input (textarea or contenteditable), `#send`, `#stop` (visible while busy when
+(with text_span, the text is in a `span.text` inside); `#box` is the input (textarea or contenteditable), `#send`, `#stop` (visible while busy when
 busy="stop-button"), `#typing` (visible while busy when busy="typing"), `#new-chat`. A finished
 bubble gets `data-done="1"` (done="attr") or a `.done-mark` element right after it (done="after").
 """
@@ -71,6 +71,7 @@ class LabScenario(BaseModel):
     new_chat_navigates: bool = True  # a new /c/<id> address; False: cleared in place, same URL
     slash_new: Literal["reset", "ignore"] = "ignore"  # "/new" as a message: resets (and acks) or is echoed
     user_echo_delay_ms: int = 0  # before our own bubble shows up
+    text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
 
 
 class ChatLab:
@@ -261,10 +262,14 @@ _HTML = r"""<!doctype html>
   const msgs = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+  function setText(el, text) {
+    (el.querySelector(".text") || el).textContent = text;
+  }
   function build(m) {
     const el = document.createElement("div");
     el.className = "bubble " + m.role + (m.welcome ? " welcome" : "");
-    el.textContent = m.text;
+    if (cfg.text_span) el.append(Object.assign(document.createElement("span"), {className: "text"}));
+    setText(el, m.text);
     const marked = m.done && m.role === "bot";
     if (marked && cfg.done === "attr") el.dataset.done = "1";
     const frag = document.createDocumentFragment();
@@ -299,7 +304,7 @@ _HTML = r"""<!doctype html>
       old.replaceWith(fresh);
       return;
     }
-    old.textContent = m.text;
+    setText(old, m.text);
     if (m.done && cfg.done === "attr") old.dataset.done = "1";
   }
   function remove(m) {
