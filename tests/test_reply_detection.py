@@ -124,6 +124,16 @@ def test_placeholder_bubbles_are_never_the_reply(harness, lab, tmp_path, placeho
     assert signal_is(reply.signal, "placeholder-gone"), reply.signal
 
 
+def test_markers_that_come_and_go_between_two_polls_are_still_seen(harness, lab, tmp_path):
+    """Polls every 2 s; the busy marker and the placeholder live 0.4 s: the page's observer sees them."""
+    lab.scenario = LabScenario(first_token_ms=400, chunk_chars=0, busy="typing", placeholder="Thinking…",
+                               user_echo_delay_ms=300)
+    profile = lab.profile(completion={"poll_ms": 2000, "quiet_ms": 500})
+    [reply] = harness.chat(profile, tmp_path, ["quick"])
+    assert reply.bubbles == ["echo: quick"]
+    assert signal_is(reply.signal, "busy-gone", "placeholder-gone"), reply.signal
+
+
 @pytest.mark.parametrize("user_selector", [True, False], ids=["anchored-on-our-bubble", "no-user-selector"])
 @pytest.mark.parametrize("vanishes", [False, True], ids=["welcome-stays", "welcome-vanishes"])
 def test_the_welcome_bubble_is_never_a_reply(harness, lab, tmp_path, user_selector, vanishes):
