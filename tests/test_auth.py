@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pty
 import secrets
+import select
+import shutil
+import signal
 import stat
+import subprocess
+import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +24,7 @@ from drivers.auth import find_login, write_secret_json
 from drivers.browser import BrowserHost
 from drivers.trace_scrub import REDACTED, scrub_trace
 from persona.config import BrowserConfig
-from tests.conftest import demo_run, mmb
+from tests.conftest import REPO, demo_run, mmb
 from tests.support.async_browser import BrowserHarness
 from tests.support.chat_lab import ChatLab
 from tests.support.login_site import LoginSite
@@ -165,3 +173,38 @@ def test_scrub_trace_redacts_credentials_and_known_secrets(tmp_path):
     assert network["request"]["cookies"] == [{"name": "sid", "value": REDACTED}]
     assert network["response"]["headers"][0]["value"] == REDACTED
     assert "abcdef" not in json.dumps(network) and "tok" not in text and text.count(REDACTED) == 2
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb-run is not installed")
+def test_interactive_login_in_a_headed_window_saves_on_enter(site, tmp_path):
+    """As a person does it: a window opens (under Xvfb here), they log in, then press Enter."""
+    auth_dir = tmp_path / ".auth"
+    config = tmp_path / "login-config.jsonc"
+    config.write_text(json.dumps({"browser": {"auth_dir": str(auth_dir)}, "runs": [{"id": "x", "benchmark": "."}]}))
+    leader, follower = pty.openpty()  # the CLI asks for Enter only on a terminal
+    proc = subprocess.Popen(["xvfb-run", "-a", sys.executable, "-m", "persona", "login", "generic", "--url",
+                             site.url + "/login", "--name", "site", "-c", str(config)],
+                            cwd=REPO, stdin=follower, stdout=follower, stderr=subprocess.PIPE, start_new_session=True)
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 120
+        while b"then press Enter here" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen.decode(errors="replace")
+            if select.select([leader], [], [], 1)[0]:
+                seen += os.read(leader, 4096)
+        os.write(leader, b"\n")  # the login cookie came with the page itself
+        assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+        while select.select([leader], [], [], 1)[0]:
+            try:
+                seen += os.read(leader, 4096)
+            except OSError:
+                break
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
+        os.close(leader)
+    assert b"saved login 'site'" in seen
+    saved = json.loads((auth_dir / "site.json").read_text())
+    assert any(c["value"] == site.secrets["cookie"] for c in saved["cookies"])
