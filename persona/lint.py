@@ -29,6 +29,7 @@ class Said:
     text: str
     source: str  # "file:line" or "fact family 1.2", for messages
     change: bool  # a ✏️/➕ line or phase prose: new information, not an original fact
+    told: bool = True  # False: a fact of a file no phase tells
 
 
 def lint(bench: Benchmark) -> list[Problem]:
@@ -70,10 +71,8 @@ def _said(bench: Benchmark, told_at: dict[str, int]) -> list[Said]:
     out: list[Said] = []
     for name, ff in bench.fact_files.items():
         first = told_at.get(name)
-        never = "" if first is not None else f", but {name}.md is never told"
-        for fact in ff.live_facts():
-            out.append(Said((first if first is not None else len(bench.phases), 0), fact.text,
-                            f"fact {name} {fact.id}{never}", False))
+        at = (first if first is not None else len(bench.phases), 0)
+        out += [Said(at, f.text, f"fact {name} {f.id}", False, first is not None) for f in ff.live_facts()]
     for phase in bench.phases:
         for m in phase.mentions:
             name = bench.resolve_fact_file(m.file)
@@ -146,7 +145,9 @@ def _check_warnings(bench: Benchmark, phase: Phase, check: Check, said: list[Sai
                                      "an [updated] check tests a fact that changed"))
         elif not any(matches(item, s.text) for s in before):
             later = next((s for s in said if s.at > here and matches(item, s.text)), None)
-            where = f"it is told only later ({later.source})" if later else "a typo, or a fact missing from the files?"
+            where = ("a typo, or a fact missing from the files?" if later is None
+                     else f"it is told only later ({later.source})" if later.told
+                     else f"it is only in {later.source}, which no phase tells")
             problems.append(warn(f"its answer '{item}' is in no fact or phase text before it: {where}"))
     return problems
 
