@@ -39,13 +39,15 @@ def lint(bench: Benchmark) -> list[Problem]:
     questions: dict[str, Check] = {}
     for phase in bench.phases:
         for check in phase.checks:
-            problems += _check_warnings(bench, phase, check, said, told_at)
+            problems += _check_warnings(phase, check, said)
             key = " ".join(check.question.lower().split())
             if key in questions:
                 problems.append(Problem(phase.chapter, check.line, f"check {check.id} asks the same question as "
                                         f"{questions[key].id}: the agent cannot tell which answer is meant"))
             questions.setdefault(key, check)
-    return sorted(problems, key=lambda p: (p.file != _manifest(bench), p.file, p.line or 0))
+    m = bench.manifest
+    order = {bench.display(n): i for i, n in enumerate([MANIFEST, m.instructions, m.profile, *m.fact_files, *m.chapters])}
+    return sorted(problems, key=lambda p: (order.get(p.file, len(order)), p.line or 0))
 
 
 def _manifest(bench: Benchmark) -> str:
@@ -119,8 +121,7 @@ def _no_new_session(bench: Benchmark) -> list[Problem]:
     return []
 
 
-def _check_warnings(bench: Benchmark, phase: Phase, check: Check, said: list[Said],
-                    told_at: dict[str, int]) -> list[Problem]:
+def _check_warnings(phase: Phase, check: Check, said: list[Said]) -> list[Problem]:
     here = (phase.index, check.line)
     warn = lambda message: Problem(phase.chapter, check.line, f"check {check.id}: {message}")  # noqa: E731
     problems = []
