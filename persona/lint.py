@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .benchmark import MANIFEST, Benchmark
 from .errors import Problem
+from .facts import DELETED
 from .grading import matches, numbers, says_unknown
 from .phases import Category, Check, Phase
 
@@ -30,6 +31,7 @@ class Said:
     source: str  # "file:line" or "fact family 1.2", for messages
     change: bool  # a ✏️/➕ line or phase prose: new information, not an original fact
     told: bool = True  # False: a fact of a file no phase tells
+    old: str | None = None  # for a ✏️ line: the fact's text before it
 
 
 def lint(bench: Benchmark) -> list[Problem]:
@@ -71,6 +73,7 @@ def _first_told(bench: Benchmark) -> dict[str, int]:
 
 def _said(bench: Benchmark, told_at: dict[str, int]) -> list[Said]:
     out: list[Said] = []
+    texts: dict[tuple[str | None, str], str | None] = {}  # (file, fact id) -> its text so far, for edits
     for name, ff in bench.fact_files.items():
         first = told_at.get(name)
         at = (first if first is not None else len(bench.phases), 0)
@@ -81,12 +84,19 @@ def _said(bench: Benchmark, told_at: dict[str, int]) -> list[Said]:
             fact = bench.fact_files[name].get(m.fact_id) if name else None
             if fact is not None:
                 out.append(Said((phase.index, m.line), fact.text, f"fact {name} {fact.id}", False))
-        out += [Said((phase.index, e.line), e.text, f"{phase.chapter}:{e.line}", True) for e in phase.edits]
+        for e in phase.edits:
+            name = bench.resolve_fact_file(e.file)
+            key = (name, e.fact_id)
+            if key not in texts:
+                fact = bench.fact_files[name].get(e.fact_id) if name else None
+                texts[key] = fact.text if fact else None
+            out.append(Said((phase.index, e.line), e.text, f"{phase.chapter}:{e.line}", True, old=texts[key]))
+            texts[key] = e.text
         out += [Said((phase.index, a.line), a.text, f"{phase.chapter}:{a.line}", True) for a in phase.additions]
         for i, line in enumerate(phase.body.splitlines()):
             if line.strip() and not any(mark in line for mark in _MARKS):
                 out.append(Said((phase.index, phase.body_line + i), line, f"{phase.chapter}:{phase.body_line + i}", True))
-    return out
+    return sorted(out, key=lambda s: s.at)  # play order
 
 
 def _unused_files(bench: Benchmark, told_at: dict[str, int]) -> list[Problem]:
@@ -136,7 +146,13 @@ def _check_warnings(phase: Phase, check: Check, said: list[Said]) -> list[Proble
     before = [s for s in said if s.at < here]
     for item in check.items:
         if check.category is Category.updated:
-            if any(s.change and matches(item, s.text) for s in before):
+            changes = [s for s in before if s.change and matches(item, s.text)]
+            edit = next((s for s in reversed(changes) if s.old is not None), None)  # the latest ✏️ giving it
+            if edit is not None and edit.old != DELETED and numbers(item) and numbers(item) <= numbers(edit.old):
+                # With numbers the scripted grader reads only them: the old value would pass too.
+                problems.append(warn(f"every number of '{item}' is in the old value too ({edit.old!r}): the "
+                                     "scripted grader would accept an agent that missed the change"))
+            if changes:
                 continue
             later = next((s for s in said if s.change and s.at > here and matches(item, s.text)), None)
             if later:

@@ -46,6 +46,11 @@ CASES = [  # (edits of the skeleton, the warning it must give: its start, and it
     # An [updated] check with no change at all.
     ([("chapter2.md", S2_EN, "❓ s2 [updated] Where do I live now? Correct answer: Manchester")],
      "chapter2.md:13: check s2: no change before it (✏️/➕ line or phase text) gives 'Manchester'", ""),
+    # An [updated] answer whose numbers the old value has too: the scripted grader reads only numbers.
+    ([("chapter1.md", "➕ family 2:", "✏️ family 1.2: Sam's birthday is on 3 May, I had it wrong\n➕ family 2:"),
+      ("chapter2.md", "❓ s4 [temporal] When is Sam's birthday? Correct answer: 3 March",
+       "❓ s4 [updated] When is Sam's birthday? Correct answer: 3 May")],
+     "chapter2.md:15: check s4: every number of '3 May' is in the old value too (\"Sam's birthday is on 3 March\")", ""),
     # The question gives the answer away (words; a number written the same way).
     ([("chapter2.md", "How do I take my tea?", "Do I take my tea with milk, no sugar?")],
      "chapter2.md:19: check s5: the question gives its answer away (with milk, no sugar)", ""),
