@@ -86,27 +86,17 @@ def run(
 
 def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path], dry: bool) -> None:
     """`run --dry`: exit 1 unless every benchmark reaches coverage 100 % with every check at 10."""
-    from .config import CompactionConfig
-    from .dry import dry_run, summary, targets_from_config, targets_from_paths
+    from .dry import play_dry
 
     if not dry:
         _fail("--benchmark plays a folder without a config only in a dry run: add --dry")
     _console_logging(False)
     try:
-        cfg = load_config(config or Path("config.jsonc")) if config or not benchmarks else None
-        targets = targets_from_paths(benchmarks) if benchmarks else targets_from_config(cfg, run_ids)
+        ready = play_dry(config, run_ids, benchmarks, typer.echo)
     except InputError as e:
         _fail(e)
-    compaction = cfg.compaction if cfg else CompactionConfig()
-    results = cfg.results_path() if cfg else Path("results").resolve()
-    ready = True
-    for target in targets:
-        try:
-            result = asyncio.run(dry_run(target, results, compaction))
-        except KeyboardInterrupt:
-            raise typer.Exit(130) from None
-        typer.echo(summary(result, compaction))
-        ready = ready and result.ok
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
     if not ready:
         raise typer.Exit(1)
 

@@ -10,14 +10,16 @@ run.log and its own report.md), so it never mixes with real runs or their report
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .benchmark import Benchmark, load_benchmark
-from .config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig
+from .config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
 from .errors import InputError, Problem
 from .phases import Category
 from .state import RunState, RunStore, now
@@ -42,6 +44,25 @@ class DryResult:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+
+def play_dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
+             echo: Callable[[str], None] = print) -> bool:
+    """The `run --dry` command: True when every benchmark is ready. Bad input raises InputError.
+
+    With benchmark folders, no config is needed (default compaction, results/ here) unless one is
+    given; without, the benchmarks of the config's runs (or of `run_ids`) with its compaction.
+    """
+    cfg = load_config(config or Path("config.jsonc")) if config or not benchmarks else None
+    targets = targets_from_paths(benchmarks) if benchmarks else targets_from_config(cfg, run_ids)
+    compaction = cfg.compaction if cfg else CompactionConfig()
+    results = cfg.results_path() if cfg else Path("results").resolve()
+    ready = True
+    for target in targets:
+        result = asyncio.run(dry_run(target, results, compaction))
+        echo(summary(result, compaction))
+        ready = ready and result.ok
+    return ready
 
 
 def targets_from_paths(paths: list[Path]) -> list[DryTarget]:
