@@ -13,16 +13,12 @@ from pathlib import Path
 from .benchmark import Benchmark
 from .decay import CheckAge, check_ages
 from .html_kit import Point, bar, esc, page, scatter, score_class, table
+from .report import duration, phase_title
 from .scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
 from .state import Evaluation, Exchange, RunState, atomic_write
 from .tokens import TokenCounter
 
 HTML_FILE = "report.html"
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600} h {s // 60 % 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
 
 
 class RunReport:
@@ -38,9 +34,7 @@ class RunReport:
         self.videos = sorted((folder / "videos").glob("*.webm")) if (folder / "videos").is_dir() else []
 
     def phase_name(self, phase: int) -> str:
-        if self.bench and 0 <= phase < len(self.bench.phases):
-            return f"{phase + 1}. {self.bench.phases[phase].title}"
-        return f"phase {phase + 1}"
+        return phase_title(self.bench, phase) if self.bench else f"phase {phase + 1}"
 
     def rel(self, path: Path) -> str:
         return esc(path.relative_to(self.folder).as_posix())
@@ -65,7 +59,7 @@ class RunReport:
                       f"{len(s.agent_notices)} compaction notice(s) seen in its UI"),
             ("Persona", f"{esc(s.persona_model)}; {s.usage.calls} calls; {len(s.persona_compactions)} context compaction(s)"),
             ("Facts told", f"{told} of {facts}"),
-            ("Run time", f"{_duration(s.active_seconds)} active; started {s.created_at:%Y-%m-%d %H:%M} UTC, "
+            ("Run time", f"{duration(s.active_seconds)} active; started {s.created_at:%Y-%m-%d %H:%M} UTC, "
                          f"last saved {s.updated_at:%Y-%m-%d %H:%M} UTC"),
         ]
         title = self.bench.title if self.bench else s.benchmark_title or s.benchmark

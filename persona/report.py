@@ -10,12 +10,12 @@ from .benchmark import Benchmark
 from .scores import by_category, distribution, mean, phase_costs
 from .state import RunState, now
 
-__all__ = ["REPORT_FILE", "append_entry", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     s = int(round(seconds))
     h, rest = divmod(s, 3600)
     m, s = divmod(rest, 60)
@@ -81,7 +81,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Score distribution:** {' · '.join(f'{k}: {n}' for k, n in distribution(evs).items()) or 'n/a'}",
         f"- **By category:** {' · '.join(f'{g.key} {g.mean:.1f} ({g.count})' for g in by_category(evs).values()) or 'n/a'}",
         f"- **Coverage audit:** {_coverage(bench, state)}",
-        f"- **Run time:** {_duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
+        f"- **Run time:** {duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
         f"- **Progress:** phase {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)}, "
         f"{state.turn} messages to the agent",
         f"- **Agent sessions:** {_sessions(state)}",
