@@ -48,7 +48,7 @@ class Cost:
         return self.save_ms + self.transcript_ms + self.tokens_ms
 
 
-def _loop(folder: Path, compaction: bool) -> PersonaLoop:
+def make_loop(folder: Path, compaction: bool) -> PersonaLoop:
     bench = load_benchmark(REPO / "benchmarks" / "demo")
     state = RunState(run_id="bench", benchmark="demo", driver="oracle", persona_model="scripted",
                      facts={n: ff.model_copy(deep=True) for n, ff in bench.fact_files.items()})
@@ -59,7 +59,7 @@ def _loop(folder: Path, compaction: bool) -> PersonaLoop:
                        max_steps=10**9)
 
 
-class _Turns:
+class Turns:
     def __init__(self, loop: PersonaLoop):
         self.loop = loop
         self.n = 0
@@ -108,9 +108,9 @@ def measure(checkpoints: list[int], compaction: bool, window: int = 10) -> list[
     """Per-turn costs, averaged over `window` turns at each history size in `checkpoints`."""
     out = []
     with tempfile.TemporaryDirectory(prefix="mmb-bench-state-") as tmp:
-        loop = _loop(Path(tmp), compaction)
+        loop = make_loop(Path(tmp), compaction)
         asyncio.run(loop._begin())  # the opening message, as a real run starts
-        turns = _Turns(loop)
+        turns = Turns(loop)
         for target in checkpoints:
             while turns.history + 2 * window < target:
                 turns.grow(timed=False)
