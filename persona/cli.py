@@ -87,6 +87,7 @@ def report(
     """Rebuild results/<id>/report.html of every run and results/leaderboard.{md,html} from the saved states."""
     from .benchmark import load_benchmark
     from .publish import rebuild
+    from .tokens import TokenCounter
 
     cfg = None
     if config.exists():
@@ -103,7 +104,8 @@ def report(
             benches[run.id] = load_benchmark(cfg.benchmark_path(run))
         except InputError:
             typer.secho(f"{run.id}: benchmark {run.benchmark} does not load; its report has no phase titles", err=True)
-    for path in rebuild(folder, benches, run_ids):
+    counter = TokenCounter(cfg.compaction.encoding) if cfg else None
+    for path in rebuild(folder, benches, run_ids, counter):
         typer.echo(str(path))
 
 
