@@ -81,6 +81,7 @@ def run(
                                                             "folder, no config needed")] = None,
 ) -> None:
     """Play the runs of the config (all, or --run ID...). Reruns continue where they stopped."""
+    from .progress import make_progress
     from .runner import Runner, plan_runs
 
     if dry or benchmark:
@@ -97,7 +98,8 @@ def run(
         _fail(e)
     _apply_overrides(cfg, headed, slow_mo, trace, video)
     try:
-        outcomes = asyncio.run(Runner(cfg).run_all(plans))
+        with make_progress() as progress:
+            outcomes = asyncio.run(Runner(cfg, progress=progress).run_all(plans))
     except KeyboardInterrupt:
         typer.echo("interrupted: the state is saved; run the same command again to continue", err=True)
         raise typer.Exit(130) from None
@@ -122,6 +124,37 @@ def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
         raise typer.Exit(130) from None
     if not ready:
         raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    config: ConfigOption = Path("config.jsonc"),
+    run_ids: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Only these run ids")] = None,
+    results: Annotated[Optional[Path], typer.Option("--results", help="Results folder (default: the config's)")] = None,
+) -> None:
+    """Rebuild results/<id>/report.html of every run and results/leaderboard.{md,html} from the saved states."""
+    from .benchmark import load_benchmark
+    from .publish import rebuild
+    from .tokens import TokenCounter
+
+    cfg = None
+    if config.exists():
+        try:
+            cfg = load_config(config)
+        except InputError as e:
+            _fail(e)
+    folder = results or (cfg.results_path() if cfg else Path("results"))
+    if not folder.is_dir():
+        _fail(f"no results folder at {folder}")
+    benches = {}
+    for run in cfg.runs if cfg else []:  # benchmarks found through the config; others get a report without titles
+        try:
+            benches[run.id] = load_benchmark(cfg.benchmark_path(run))
+        except InputError:
+            typer.secho(f"{run.id}: benchmark {run.benchmark} does not load; its report has no phase titles", err=True)
+    counter = TokenCounter(cfg.compaction.encoding) if cfg else None
+    for path in rebuild(folder, benches, run_ids, counter):
+        typer.echo(str(path))
 
 
 @app.command("validate")

@@ -29,6 +29,8 @@ from .errors import InputError, Problem, RunError
 from .llm import OpenAIPersona, api_key
 from .loop import PersonaLoop
 from .model import PersonaModel
+from .progress import Progress, QuietProgress
+from .publish import publish_run
 from .report import append_entry, mean, render_entry
 from .scripted import ScriptedPersona
 from .state import RunState, RunStore
@@ -131,10 +133,12 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 
 class Runner:
     def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
-                 store_factory: Callable[[Path], RunStore] = RunStore):
+                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None):
         self.config = config
         self.print = print_line
         self.store_factory = store_factory  # dry runs pass a store that skips durability
+        self.progress = progress or QuietProgress()
+        self.planned: dict[str, int] = {}  # checks per benchmark folder, for the leaderboard
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
         async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
@@ -169,6 +173,8 @@ class Runner:
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
+            self.planned[plan.bench.root.name] = len(plan.bench.checks)
+            self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state)
         finally:
@@ -188,7 +194,7 @@ class Runner:
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    max_steps=plan.persona.max_steps)
+                    max_steps=plan.persona.max_steps, on_change=self.progress.update)
                 await loop.run()
                 state.status, failed = "finished", False
         except asyncio.CancelledError:
@@ -204,10 +210,15 @@ class Runner:
             await self._close(driver, failed)
             await model.aclose()
             path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
+            self.progress.end(state)
+            pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
+                publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),
+                TokenCounter(self.config.compaction.encoding))
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
-                       + (f" — {state.error}" if state.error else "") + f"; report: {path}")
+                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
     async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None) -> ChatDriver:
