@@ -77,8 +77,8 @@ def test_a_check_the_oracle_cannot_pass_fails_the_dry_run_with_its_reason(tmp_pa
     assert f"below 10   {low.check_id} [updated] 0/10: {low.comment}" in text
     assert "NOT READY: 1 check(s) scored below 10" in text
     report = (result.folder / "report.md").read_text()
-    assert "**By category:** aggregate 10.0 (1) · preference 10.0 (1) · single 10.0 (2) · " \
-           "temporal 10.0 (1) · updated 6.7 (3)" in report, "by-category means count the failed check"
+    assert "**By category:** single 10.0 (2) · updated 6.7 (3) · aggregate 10.0 (1) · " \
+           "temporal 10.0 (1) · preference 10.0 (1)" in report, "by-category means count the failed check"
 
 
 def test_a_fact_mention_is_told_by_the_scripted_persona(tmp_path):
