@@ -54,6 +54,7 @@ class PersonaLoop:
         self.system = system_prompt(bench)
         self.system_tokens = counter.count(self.system) + MESSAGE_OVERHEAD
         self._clock = time.monotonic()
+        self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
 
     async def run(self) -> None:
         await self.channel.open()
@@ -139,7 +140,13 @@ class PersonaLoop:
         self.state.messages.append(message)
 
     def _context_tokens(self) -> int:
-        return self.system_tokens + sum(m.tokens for m in self.state.messages)
+        """Summed incrementally: a step costs the same at message 5000 as at message 50."""
+        n, total = self._counted
+        if n > len(self.state.messages):  # the list was cut by someone else: count afresh
+            n, total = 0, 0
+        total += sum(m.tokens for m in self.state.messages[n:])
+        self._counted = (len(self.state.messages), total)
+        return self.system_tokens + total
 
     def _account(self, turn: ModelTurn) -> None:
         prompt = turn.prompt_tokens if turn.prompt_tokens is not None else self._context_tokens()
@@ -155,6 +162,7 @@ class PersonaLoop:
             return
         kept = self.state.messages[cut:]
         self.state.messages = []
+        self._counted = (0, 0)
         self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state)))
         self.state.messages += kept
         after = self._context_tokens()

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections import Counter
 from pathlib import Path
 
 from .benchmark import Benchmark
-from .state import Evaluation, RunState, now
+from .scores import by_category, distribution, mean, phase_costs
+from .state import RunState, now
+
+__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     s = int(round(seconds))
     h, rest = divmod(s, 3600)
     m, s = divmod(rest, 60)
@@ -24,20 +26,20 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line if line.strip() else ">" for line in (text.strip() or "(empty)").splitlines())
 
 
-def mean(evaluations: list[Evaluation]) -> float | None:
-    return sum(e.score for e in evaluations) / len(evaluations) if evaluations else None
+def phase_title(bench: Benchmark, phase: int) -> str:
+    return f"{phase + 1}. {bench.phases[phase].title}" if 0 <= phase < len(bench.phases) else str(phase + 1)
 
 
-def _distribution(evaluations: list[Evaluation]) -> str:
-    counts = Counter(int(round(e.score)) for e in evaluations)
-    return " · ".join(f"{score}: {counts[score]}" for score in range(10, -1, -1) if counts[score])
-
-
-def _by_category(evaluations: list[Evaluation]) -> str:
-    groups: dict[str, list[Evaluation]] = {}
-    for e in evaluations:
-        groups.setdefault(e.category.value, []).append(e)
-    return " · ".join(f"{cat} {mean(evs):.1f} ({len(evs)})" for cat, evs in sorted(groups.items()))
+def _persona_cost(bench: Benchmark, state: RunState) -> list[str]:
+    """Tokens in and out per phase: what each part of the scenario cost on the persona's side."""
+    costs = phase_costs(state)
+    if not costs:
+        return []
+    lines = ["", "### Persona tokens by phase", "", "| phase | tokens in | tokens out |", "|---|---:|---:|"]
+    lines += [f"| {phase_title(bench, c.phase)} | {c.prompt_tokens:,} | {c.completion_tokens:,} |" for c in costs]
+    u = state.usage
+    lines.append(f"| **total** | **{u.prompt_tokens:,}** | **{u.completion_tokens:,}** |")
+    return lines
 
 
 def _coverage(bench: Benchmark, state: RunState) -> str:
@@ -76,10 +78,10 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         "",
         f"- **Status:** {status}",
         f"- **Mean score:** {f'{avg:.2f} / 10' if avg is not None else 'n/a'} over {len(evs)} graded checks",
-        f"- **Score distribution:** {_distribution(evs) or 'n/a'}",
-        f"- **By category:** {_by_category(evs) or 'n/a'}",
+        f"- **Score distribution:** {' · '.join(f'{k}: {n}' for k, n in distribution(evs).items()) or 'n/a'}",
+        f"- **By category:** {' · '.join(f'{g.key} {g.mean:.1f} ({g.count})' for g in by_category(evs).values()) or 'n/a'}",
         f"- **Coverage audit:** {_coverage(bench, state)}",
-        f"- **Run time:** {_duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
+        f"- **Run time:** {duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
         f"- **Progress:** phase {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)}, "
         f"{state.turn} messages to the agent",
         f"- **Agent sessions:** {_sessions(state)}",
@@ -87,6 +89,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
     ]
+    lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
         lines += ["", f"### Answers below 10 ({len(imperfect)})"]

@@ -14,13 +14,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from playwright.async_api import Browser, async_playwright
-
+from drivers.auth import AuthError, SavedLogin, find_login
 from drivers.base import ChatDriver, DriverError
-from drivers.browser import BrowserStartError, launch_chromium
+from drivers.browser import BrowserHost, BrowserStartError, browser_host
 from drivers.generic import PlaywrightDriver
 from drivers.profile import Profile
 from drivers.oracle import OracleDriver
+from drivers.tracing import show_trace_command
 from drivers.registry import build_profile, needs_browser
 
 from .benchmark import Benchmark, load_benchmark
@@ -29,6 +29,8 @@ from .errors import InputError, Problem, RunError
 from .llm import OpenAIPersona, api_key
 from .loop import PersonaLoop
 from .model import PersonaModel
+from .progress import Progress, QuietProgress
+from .publish import publish_run
 from .report import append_entry, mean, render_entry
 from .scripted import ScriptedPersona
 from .state import RunState, RunStore
@@ -47,6 +49,7 @@ class RunPlan:
     profile: Profile | None  # None for in-process drivers
     persona: PersonaConfig
     folder: Path
+    login: SavedLogin | None = None  # agent.auth: read in place, never copied into the folder
 
 
 @dataclass
@@ -83,6 +86,12 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
             continue
         if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        login = None
+        if run.agent.auth:
+            try:
+                login = find_login(config.auth_path(), run.agent.auth)
+            except AuthError as e:
+                problems.append(config.problem(("runs", i, "agent", "auth"), f"run {run.id}: {e}"))
         persona = config.persona_for(run)
         if persona.kind == "openai":
             try:
@@ -90,7 +99,7 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
             except RunError as e:
                 problems.append(config.problem(("runs", i) if run.persona else ("persona",), str(e)))
         plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
-                             folder=config.results_path() / run.id))
+                             folder=config.results_path() / run.id, login=login))
     if problems:
         raise InputError(problems)
     return plans
@@ -123,41 +132,39 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 
 
 class Runner:
-    def __init__(self, config: Config, *, print_line: Callable[[str], None] = print):
+    def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
+                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None):
         self.config = config
         self.print = print_line
+        self.store_factory = store_factory  # dry runs pass a store that skips durability
+        self.progress = progress or QuietProgress()
+        self.planned: dict[str, int] = {}  # checks per benchmark folder, for the leaderboard
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
-        async with self._browser(any(needs_browser(p.run.agent.driver) for p in plans)) as browser:
+        async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
             gate = asyncio.Semaphore(self.config.parallel)
 
             async def gated(plan: RunPlan) -> RunOutcome:
                 async with gate:
-                    return await self.run_one(plan, browser)
+                    return await self.run_one(plan, browsers)
 
             return list(await asyncio.gather(*(gated(p) for p in plans)))
 
     @contextlib.asynccontextmanager
-    async def _browser(self, wanted: bool) -> AsyncIterator[Browser | None]:
-        """One Chromium for all runs (each gets its own context), started only if a run needs it."""
+    async def _browsers(self, wanted: bool) -> AsyncIterator[BrowserHost | None]:
+        """One browser for all runs (each gets its own context), started when a run first needs it."""
         if not wanted:
             yield None
             return
-        async with async_playwright() as pw:
-            b = self.config.browser
-            try:
-                browser = await launch_chromium(pw, headless=b.headless, slow_mo_ms=b.slow_mo_ms,
-                                                executable_path=b.executable_path)
-            except BrowserStartError as e:
-                raise RunError(str(e)) from None
-            try:
-                yield browser
-            finally:
-                await browser.close()
+        try:
+            async with browser_host(self.config.browser, self.config.base_dir) as host:
+                yield host
+        except BrowserStartError as e:
+            raise RunError(str(e)) from None
 
-    async def run_one(self, plan: RunPlan, browser: Browser | None) -> RunOutcome:
+    async def run_one(self, plan: RunPlan, browser: BrowserHost | None) -> RunOutcome:
         current_run.set(plan.run.id)
-        store = RunStore(plan.folder)
+        store = self.store_factory(plan.folder)
         store.lock()
         handler = _run_log_handler(plan)
         try:
@@ -166,6 +173,8 @@ class Runner:
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
+            self.planned[plan.bench.root.name] = len(plan.bench.checks)
+            self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state)
         finally:
@@ -173,7 +182,7 @@ class Runner:
             handler.close()
             store.unlock()
 
-    async def _play(self, plan: RunPlan, browser: Browser | None, store: RunStore, state: RunState) -> RunOutcome:
+    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState) -> RunOutcome:
         state.status, state.error = "running", None
         store.save(state)
         model = make_persona(plan)
@@ -185,13 +194,13 @@ class Runner:
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    max_steps=plan.persona.max_steps)
+                    max_steps=plan.persona.max_steps, on_change=self.progress.update)
                 await loop.run()
                 state.status, failed = "finished", False
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
-        except (RunError, DriverError) as e:
+        except (RunError, DriverError, BrowserStartError) as e:
             state.status, state.error = "failed", str(e)
         except Exception as e:  # a bug of ours: record it, keep the state resumable
             log.exception("run %s crashed", plan.run.id)
@@ -201,31 +210,33 @@ class Runner:
             await self._close(driver, failed)
             await model.aclose()
             path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
+            self.progress.end(state)
+            pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
+                publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),
+                TokenCounter(self.config.compaction.encoding))
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
-                       + (f" — {state.error}" if state.error else "") + f"; report: {path}")
+                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
-    async def _driver(self, plan: RunPlan, browser: Browser | None, url: str | None) -> ChatDriver:
+    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None) -> ChatDriver:
         if plan.profile is None:
             return OracleDriver(plan.bench)
         assert browser is not None
         b = self.config.browser
-        options: dict = {"viewport": {"width": b.viewport[0], "height": b.viewport[1]}}
-        if b.video:
-            options |= {"record_video_dir": str(plan.folder / "videos"),
-                        "record_video_size": options["viewport"]}
-        context = await browser.new_context(**options)
-        return PlaywrightDriver(plan.profile, context, base_url=url, artifacts=plan.folder,
-                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure)
+        chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
+        return PlaywrightDriver(plan.profile, chat.context, base_url=url, artifacts=plan.folder,
+                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure, secrets=chat.secrets)
 
     async def _close(self, driver: ChatDriver | None, failed: bool) -> None:
         if driver is None:
             return
         try:
             for f in await driver.close(failed=failed):
-                self.print(f"[{current_run.get()}] trace: playwright show-trace {f}")
+                what = f"trace: {show_trace_command(f)}" if f.name.endswith(".trace.zip") else f"video: {f}"
+                self.print(f"[{current_run.get()}] {what}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
 

@@ -1,7 +1,7 @@
 """The generic driver on a chat that keeps only its last messages in the page and opens a popup.
 
 Open WebUI renders only the last 8 messages and greets a new version with a "What's New" dialog
-over the chat; this page does both (a window of 2 bubbles, a dialog over it from the start), so the
+over the chat; this page does both (a window of 4 bubbles, a dialog over it from the start), so the
 driver's sent-detection and `dismiss` selector are tested without installing anything.
 """
 
@@ -24,7 +24,7 @@ PAGE = """<!doctype html><html><body>
 <script>
 const log = document.getElementById("log"), box = document.getElementById("in");
 const add = (cls, text) => { const d = document.createElement("div"); d.className = cls; d.textContent = text;
-  log.appendChild(d); while (log.children.length > 2) log.firstChild.remove(); return d; };
+  log.appendChild(d); while (log.children.length > 4) log.firstChild.remove(); return d; };
 document.getElementById("send").onclick = () => {
   const text = box.value; box.value = ""; add("user", text);
   const bot = add("bot", ""); let i = 0; const reply = "you said: " + text;

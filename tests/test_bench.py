@@ -1,0 +1,73 @@
+"""The bench's own parts: process-tree PSS, the instrumented page, the bookkeeping probe. No timing asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from playwright.async_api import async_playwright
+
+from bench.chat_page import ChatPage
+from bench.overhead import Floor, OurDriver, message
+from bench.pss import tree, tree_pss_mb
+from bench.state_cost import measure
+from bench.stats import p90, table
+from drivers.browser import launch_chromium
+from drivers.demo import PROFILE
+
+
+def fake_proc(root, procs: dict[int, tuple[int, str, int]]):
+    """procs: pid -> (ppid, command name, PSS kB)."""
+    for pid, (ppid, name, pss) in procs.items():
+        d = root / str(pid)
+        d.mkdir()
+        (d / "stat").write_text(f"{pid} ({name}) S {ppid} 1 1 0 -1\n")
+        (d / "smaps_rollup").write_text(f"Rss: {pss * 2} kB\nPss:   {pss} kB\n")
+    (root / "self").mkdir()
+    return root
+
+
+def test_pss_sums_a_process_and_all_its_descendants_only(tmp_path):
+    proc = fake_proc(tmp_path, {10: (1, "python", 1024), 11: (10, "node", 2048), 12: (11, "chrome (gpu)", 512),
+                                13: (11, "renderer", 512), 20: (1, "other", 9999)})
+    assert sorted(tree(10, proc)) == [10, 11, 12, 13]
+    assert tree_pss_mb(10, proc) == (4.0, 4)
+
+
+def test_pss_of_this_process_is_real():
+    mb, n = tree_pss_mb(os.getpid())
+    assert mb > 5 and n >= 1
+
+
+def test_stats_and_tables():
+    assert p90([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) == pytest.approx(9.1)
+    assert table(["a", "b"], [[1, 2.5]]) == "| a | b |\n|---|---|\n| 1 | 2.50 |"
+
+
+def test_the_bookkeeping_probe_runs_the_real_loop_and_compaction_bounds_the_state():
+    with_c, without = measure([40, 400], True, window=2), measure([40, 400], False, window=2)
+    assert [c.history for c in with_c] == [40, 400] and without[-1].kept == 401
+    assert with_c[-1].kept == without[-1].kept  # 400 messages still fit in 30000 tokens
+    assert without[-1].state_kb > 5 * without[0].state_kb
+
+
+def test_the_instrumented_page_times_each_reply_for_our_driver_and_the_floor(chromium):
+    async def play():
+        with ChatPage(reply_s=0.2, chunks=4) as page:
+            async with async_playwright() as pw:
+                browser = await launch_chromium(pw)
+                try:
+                    ours = await OurDriver("ours", PROFILE).start(browser, page.url)
+                    floor = await Floor(tight=True).start(browser, page.url)
+                    samples = [await ours.turn(message(1)), await floor.turn(message(2)), await ours.turn(message(3))]
+                    await ours.close()
+                    await floor.close()
+                finally:
+                    await browser.close()
+        return samples
+
+    samples = asyncio.run(play())
+    assert all(s.complete for s in samples)
+    assert all(150 <= s.agent_ms < s.wall_ms for s in samples)  # the page streamed over ~200 ms, inside the turn
+    assert all(s.delay_ms is not None and -50 < s.delay_ms < s.wall_ms for s in samples)

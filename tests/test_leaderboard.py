@@ -1,0 +1,58 @@
+"""The leaderboard: runs grouped by benchmark, ranked by mean score, a column per category."""
+
+from __future__ import annotations
+
+from persona.leaderboard import collect, render_markdown, write_leaderboard
+from persona.phases import Category
+from persona.state import Evaluation
+from tests.support.runs import demo_run, write_run
+
+
+def evaluation(check_id: str, category: Category, score: float) -> Evaluation:
+    return Evaluation(check_id=check_id, category=category, question="q", expected="e", answer="a", raw_score=score,
+                      score=score, phase=0, turn=1, session=0)
+
+
+def add_run(results, run_id, scores, benchmark=None, title=None):
+    state, exchanges, _ = demo_run(run_id)
+    state.evaluations = [evaluation(f"c{i}", cat, s) for i, (cat, s) in enumerate(scores)]
+    if benchmark:
+        state.benchmark, state.benchmark_title = benchmark, title
+    return write_run(results, state, exchanges)
+
+
+def test_runs_rank_by_mean_then_by_checks_graded(tmp_path):
+    add_run(tmp_path, "low", [(Category.single, 2), (Category.updated, 4)])
+    add_run(tmp_path, "high-few", [(Category.single, 8)])
+    add_run(tmp_path, "high-many", [(Category.single, 8), (Category.absent, 8)])
+    add_run(tmp_path, "none", [])
+    add_run(tmp_path, "other", [(Category.single, 1)], benchmark="/x/other-bench", title="Other")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "state.json").write_text("{not json")
+    groups = collect(tmp_path, {"demo": 10})
+    demo = groups[("demo", "Demo: a week in Maya's life")]
+    assert [e.run_id for e in demo] == ["high-many", "high-few", "low", "none"]
+    assert demo[2].mean == 3 and demo[2].categories["updated"].mean == 4 and demo[2].coverage == "2/10"
+    assert [e.run_id for e in groups[("other-bench", "Other")]] == ["other"]
+    assert groups[("other-bench", "Other")][0].coverage == "1"  # planned unknown
+
+
+def test_markdown_has_a_column_per_category_seen(tmp_path):
+    add_run(tmp_path, "a", [(Category.single, 10), (Category.temporal, 5)])
+    add_run(tmp_path, "b", [(Category.single, 0)])
+    md = render_markdown(collect(tmp_path))
+    header = next(line for line in md.splitlines() if line.startswith("| # |"))
+    assert "| mean | single | temporal | checks |" in header and "updated" not in header
+    rows = [line for line in md.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert rows[0].startswith("| 1 | a |") and "| **7.50** | 10.0 | 5.0 | 2 |" in rows[0]
+    assert rows[1].startswith("| 2 | b |") and "| **0.00** | 0.0 | — | 1 |" in rows[1]
+
+
+def test_written_files_link_runs_that_have_a_page(tmp_path):
+    folder = add_run(tmp_path, "a", [(Category.single, 10)])
+    add_run(tmp_path, "b", [(Category.single, 5)])
+    (folder / "report.html").write_text("<html></html>")
+    md, html = write_leaderboard(tmp_path)
+    assert "[a](a/report.html)" in md.read_text() and "[b]" not in md.read_text()
+    text = html.read_text()
+    assert 'href="a/report.html"' in text and 'href="b/report.html"' not in text and "<script" not in text
