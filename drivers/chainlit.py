@@ -23,5 +23,6 @@ PROFILE = Profile(
         new_chat="#new-chat-button",
         new_chat_confirm="#confirm",
     ),
+    # the last text render can trail the busy marker by a frame or two on a loaded machine
     completion=Completion(quiet_ms_with_markers=300),
 )

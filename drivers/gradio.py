@@ -24,5 +24,6 @@ PROFILE = Profile(
         ignore=".placeholder-content, .pending",
         new_chat="button[aria-label=Clear]",
     ),
+    # the last text render can trail the busy marker by a frame or two on a loaded machine
     completion=Completion(quiet_ms_with_markers=300),
 )

@@ -7,6 +7,8 @@ model downloads, no title/tag/follow-up generation), and ~40 s and ~1 GB to get 
 - With an empty prompt the send slot is a "Call" button; `#send-message-button` shows once text is in.
 - While generating a Stop button replaces send; the reply's action bar (Copy, Regenerate...), a
   sibling after the bubble, appears only when the message is done: the done marker.
+- Only the last 8 messages are in the page (more load on scrolling up), so the user-bubble count
+  stops growing: the driver then knows our message as the last user bubble it had not marked.
 - A user bubble also holds its time and buttons: its text is taken from `.markdown-prose` only.
 - The first visit after an install or upgrade opens a "What's New" dialog over the chat; its
   Close button is the `dismiss` selector.
@@ -30,6 +32,7 @@ PROFILE = Profile(
         new_chat="a[aria-label='New Chat']:not([inert] *)",
         dismiss="[role=dialog] button[aria-label=Close]",
     ),
+    # the last text render can trail the busy marker by a frame or two on a loaded machine
     completion=Completion(quiet_ms_with_markers=300),
     ready_timeout_s=120,
 )

@@ -26,5 +26,6 @@ PROFILE = Profile(
         busy="[data-testid=stApp][data-test-script-state=running], [data-testid=stApp][data-test-script-state=rerunning]",
         new_chat="[data-testid=stSidebar] button:has-text('New chat')",
     ),
+    # the last text render can trail the busy marker by a frame or two on a loaded machine
     completion=Completion(quiet_ms_with_markers=300),
 )
