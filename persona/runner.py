@@ -19,8 +19,9 @@ from playwright.async_api import Browser, async_playwright
 from drivers.base import ChatDriver, DriverError
 from drivers.browser import BrowserStartError, launch_chromium
 from drivers.generic import PlaywrightDriver
-from drivers.profile import Profile
 from drivers.oracle import OracleDriver
+from drivers.profile import Profile
+from drivers.resilient import ResilientDriver
 from drivers.registry import build_profile, needs_browser
 
 from .benchmark import Benchmark, load_benchmark
@@ -31,6 +32,7 @@ from .loop import PersonaLoop
 from .model import PersonaModel
 from .report import append_entry, mean, render_entry
 from .scripted import ScriptedPersona
+from .secrets import RedactingFilter, redact
 from .state import RunState, RunStore
 from .tokens import TokenCounter
 
@@ -181,21 +183,21 @@ class Runner:
         driver: ChatDriver | None = None
         try:
             async with agent_url(plan) as url:
-                driver = await self._driver(plan, browser, url)
+                driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    max_steps=plan.persona.max_steps)
+                    max_steps=plan.persona.max_steps, max_failed_turns=plan.persona.max_failed_turns)
                 await loop.run()
                 state.status, failed = "finished", False
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
         except (RunError, DriverError) as e:
-            state.status, state.error = "failed", str(e)
+            state.status, state.error = "failed", redact(str(e))
         except Exception as e:  # a bug of ours: record it, keep the state resumable
             log.exception("run %s crashed", plan.run.id)
-            state.status, state.error = "failed", f"{type(e).__name__}: {e}"
+            state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
         finally:
             store.save(state)
             await self._close(driver, failed)
@@ -207,18 +209,24 @@ class Runner:
                        + (f" — {state.error}" if state.error else "") + f"; report: {path}")
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
-    async def _driver(self, plan: RunPlan, browser: Browser | None, url: str | None) -> ChatDriver:
+    async def _driver(self, plan: RunPlan, browser: Browser | None, url: str | None,
+                      on_event: Callable[[str], None]) -> ChatDriver:
         if plan.profile is None:
             return OracleDriver(plan.bench)
         assert browser is not None
+        profile = plan.profile
         b = self.config.browser
         options: dict = {"viewport": {"width": b.viewport[0], "height": b.viewport[1]}}
         if b.video:
             options |= {"record_video_dir": str(plan.folder / "videos"),
                         "record_video_size": options["viewport"]}
-        context = await browser.new_context(**options)
-        return PlaywrightDriver(plan.profile, context, base_url=url, artifacts=plan.folder,
-                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure)
+
+        async def build() -> ChatDriver:  # again when a crash took the context down
+            context = await browser.new_context(**options)
+            return PlaywrightDriver(profile, context, base_url=url, artifacts=plan.folder,
+                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure)
+
+        return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
 
     async def _close(self, driver: ChatDriver | None, failed: bool) -> None:
         if driver is None:
@@ -228,6 +236,11 @@ class Runner:
                 self.print(f"[{current_run.get()}] trace: playwright show-trace {f}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
+
+
+def _note(state: RunState, text: str) -> None:
+    """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
+    state.log.append(f"turn {state.turn}: {text}"[:500])
 
 
 class _RunFilter(logging.Filter):
@@ -245,6 +258,7 @@ def _run_log_handler(plan: RunPlan) -> logging.Handler:
     handler = logging.FileHandler(plan.folder / "run.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_RunFilter(plan.run.id))
+    handler.addFilter(RedactingFilter())
     handler.setLevel(logging.INFO)
     root = logging.getLogger()
     root.addHandler(handler)
