@@ -9,8 +9,10 @@ the text has not changed for a quiet window. Placeholders ("Thinking…") and ig
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import re
 import time
 from pathlib import Path
 from urllib.parse import urljoin
@@ -19,7 +21,7 @@ from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from .base import ChatDriver, DriverError, OnSent, Reply, ReplyTimeout, SessionInfo
+from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SessionInfo
 from .profile import Profile
 from .tracing import SessionTracer, TraceMode
 
@@ -40,10 +42,14 @@ _REPLY_JS = r"""
     return t.trim();
   };
   let bubbles = all(cfg.assistant).filter((el) => !(cfg.ignore && el.closest(cfg.ignore)));
+  const users = cfg.user ? all(cfg.user) : [];
+  const anchor = users.length > cfg.usersBefore ? users[users.length - 1] : null;
+  if (cfg.error) {  // an error where the reply should be ends the wait at once
+    const errors = all(cfg.error).filter((el) => visible(el) && (anchor ? after(anchor, el) : !el.hasAttribute("data-mmb-seen")));
+    if (errors.length) { delete st[cfg.token]; return {stage: "error shown", error: textOf(errors[errors.length - 1]) || "(an empty error)"}; }
+  }
   if (cfg.user) {
-    const users = all(cfg.user);
-    if (users.length <= cfg.usersBefore) return cfg.diagnose ? {stage: "our message is not shown"} : false;
-    const anchor = users[users.length - 1];
+    if (!anchor) return cfg.diagnose ? {stage: "our message is not shown"} : false;
     bubbles = bubbles.filter((el) => after(anchor, el));
   } else {
     bubbles = bubbles.filter((el) => !el.hasAttribute("data-mmb-seen"));
@@ -88,6 +94,7 @@ class PlaywrightDriver(ChatDriver):
         self.tracer = SessionTracer(context, artifacts / "traces", trace)
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
+        self._crashed = False
         self._session_index = 0
         self._turn = 0
 
@@ -97,7 +104,13 @@ class PlaywrightDriver(ChatDriver):
         self._session_index = session_index
         if self.page is None:
             await self.tracer.start(session_index)
+        if self.page is None or self.page.is_closed() or self._crashed:  # first open, or after a crash
+            if self.page is not None and not self.page.is_closed():
+                with contextlib.suppress(PlaywrightError):
+                    await self.page.close()  # the crashed page: its renderer is gone
+            self._crashed = False
             self.page = await self.context.new_page()
+            self.page.on("crash", self._on_crash)
         url = urljoin(self.base_url, session_url) if session_url else self.base_url
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
@@ -105,6 +118,10 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"cannot open the chat at {url}: {str(e).splitlines()[0]}") from None
         await self._wait_ready()
         return SessionInfo(url=self.session_url)
+
+    def _on_crash(self, page: Page) -> None:
+        log.warning("the chat page crashed")
+        self._crashed = True
 
     async def close(self, failed: bool = False) -> list[Path]:
         files = []
@@ -131,7 +148,7 @@ class PlaywrightDriver(ChatDriver):
         await self.tracer.group(f"turn {self._turn}")
         started = time.monotonic()
         users_before = await self.user_message_count()
-        await page.evaluate(_MARK_SEEN_JS, [s for s in (self._sel.assistant_message, self._sel.notice) if s])
+        await page.evaluate(_MARK_SEEN_JS, [s for s in (self._sel.assistant_message, self._sel.notice, self._sel.error) if s])
         await self._type(text)
         await self._submit()
         await self._wait_sent(users_before)
@@ -201,6 +218,7 @@ class PlaywrightDriver(ChatDriver):
             "usersBefore": users_before, "busy": self._sel.busy, "done": self._sel.done, "ignore": self._sel.ignore,
             "strip": self._sel.strip, "notice": self._sel.notice, "placeholders": c.placeholder_patterns,
             "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers, "diagnose": False, "firstOnly": False,
+            "error": self._sel.error,
         }
         page = self._page()
         started = time.monotonic()
@@ -212,8 +230,21 @@ class PlaywrightDriver(ChatDriver):
         except PlaywrightTimeout:
             raise await self._reply_timeout(cfg, time.monotonic() - started) from None
         result = await handle.json_value()
+        if "error" in result:
+            raise await self._agent_error(result["error"], "the chat shows an error instead of a reply")
+        reply = Reply(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"])
+        if self._rate_limited(reply.text):
+            raise await self._agent_error(reply.text, "the agent replied that it is rate limited")
         log.debug("reply complete: %s", result["signal"])
-        return Reply(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"])
+        return reply
+
+    def _rate_limited(self, text: str) -> bool:
+        return any(re.search(p, text, re.IGNORECASE) for p in self.profile.completion.rate_limit_patterns)
+
+    async def _agent_error(self, text: str, what: str) -> AgentErrorReply:
+        kind = RateLimited if self._rate_limited(text) else AgentErrorReply
+        err = await self._error(f"{what}: {text[:300]!r}")
+        return kind(str(err), text=text, screenshot=None)
 
     async def _reply_timeout(self, cfg: dict, waited: float) -> ReplyTimeout:
         state = await self._page().evaluate(_REPLY_JS, {**cfg, "diagnose": True})
@@ -288,6 +319,9 @@ class PlaywrightDriver(ChatDriver):
         try:
             await self._page().locator(self._sel.input).filter(visible=True).first.wait_for(
                 state="visible", timeout=self.profile.ready_timeout_s * 1000)
+            if self._sel.ready:  # the history is rendered: a restart may now look for its own message
+                await self._page().locator(self._sel.ready).first.wait_for(
+                    state="attached", timeout=self.profile.ready_timeout_s * 1000)
         except PlaywrightTimeout:
             raise await self._error(
                 f"input selector {self._sel.input!r} matched nothing visible at {self._page().url} "

@@ -25,6 +25,8 @@ class Selectors(BaseModel):
     notice: str | None = Field(None, description="UI notices about the agent itself, e.g. context compaction")
     new_chat: str | None = Field(None, description="Starts a new chat")
     new_chat_confirm: str | None = Field(None, description="Confirms the new chat dialog, if the UI asks")
+    error: str | None = Field(None, description="Shown instead of a reply when the agent fails (error bubble, toast)")
+    ready: str | None = Field(None, description="Present once the chat has rendered its history (else: the input)")
 
 
 class Completion(BaseModel):
@@ -40,6 +42,11 @@ class Completion(BaseModel):
     placeholder_patterns: list[str] = Field(
         [r"^\s*$", r"^(…|\.\.\.|\.\.)$", r"^(Thinking|Typing|Loading)\b.{0,3}$"],
         description="Bubble texts (JS regexes, case-insensitive) that are placeholders, not replies",
+    )
+    rate_limit_patterns: list[str] = Field(
+        [r"^\W*(rate.?limit|too many (requests|messages)|you('re| are) sending messages too (fast|quickly)|"
+         r"quota exceeded|slow down)"],
+        description="Reply or error texts (Python regexes, case-insensitive, searched) that mean: wait, then resend",
     )
 
 
