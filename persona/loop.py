@@ -58,6 +58,7 @@ class PersonaLoop:
         self._clock = time.monotonic()
 
     async def run(self) -> None:
+        self.state.failed_turns = 0  # a rerun is someone's decision to give the model another go
         await self.channel.open()
         if not self.state.messages:
             await self._begin()
