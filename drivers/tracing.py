@@ -8,6 +8,8 @@ from typing import Literal
 
 from playwright.async_api import BrowserContext
 
+from .trace_scrub import scrub_trace, storage_secrets
+
 log = logging.getLogger(__name__)
 
 TraceMode = Literal["off", "on", "retain-on-failure"]
@@ -71,7 +73,9 @@ class SessionTracer:
     async def _stop_chunk(self) -> None:
         await self.end_group()
         if self._chunk is not None:
+            secrets = await storage_secrets(self.context)  # read while the context still holds them
             await self.context.tracing.stop_chunk(path=str(self._chunk))
+            scrub_trace(self._chunk, secrets)
             self.files.append(self._chunk)
             self._chunk = None
 

@@ -19,6 +19,10 @@ def register_secret(value: str | None) -> None:
         _secrets.add(value)
 
 
+def known_secrets() -> list[str]:
+    return list(_secrets)
+
+
 def redact(text: str) -> str:
     for secret in sorted(_secrets, key=len, reverse=True):  # longest first: one may contain another
         if secret in text:
