@@ -41,11 +41,14 @@ _LINE = re.compile(r"<input>:(\d+)")
 
 
 class ScriptError(Exception):
-    """A JS block failed; `line` is the line in the block (1-based) when known."""
+    """A JS block failed; `line` is the line in the block (1-based) when known.
 
-    def __init__(self, message: str, line: int | None = None):
+    `approximate`: QuickJS stopped the block for a limit, and places such a stop only roughly."""
+
+    def __init__(self, message: str, line: int | None = None, approximate: bool = False):
         self.message = message
         self.line = line
+        self.approximate = approximate
         super().__init__(message)
 
 
@@ -100,9 +103,9 @@ def _script_error(message: str) -> ScriptError:
     """Name the limit that stopped the block; QuickJS words these oddly, or not at all under OOM."""
     line = _line_in_block(message)
     if "interrupted" in message or "Failed obtaining QuickJS error" in message:
-        return ScriptError("time limit exceeded (a loop that never ends?)", line)
+        return ScriptError("time limit exceeded (a loop that never ends?)", line, approximate=True)
     if "out of memory" in message or message.strip() in ("", "null"):
-        return ScriptError("memory limit exceeded", line)
+        return ScriptError("memory limit exceeded (data that grows without end?)", line, approximate=True)
     if "stack overflow" in message:
         return ScriptError("stack overflow (unbounded recursion?)", line)
     return ScriptError(_first_line(message), line)
