@@ -160,10 +160,17 @@ class Runner:
     async def run_one(self, plan: RunPlan, browser: Browser | None) -> RunOutcome:
         current_run.set(plan.run.id)
         store = RunStore(plan.folder)
-        store.lock()
+        try:
+            store.lock()
+        except RunError as e:  # this run only: the others go on
+            return self._refused(plan, str(e))
         handler = _run_log_handler(plan)
         try:
-            state = store.load() or new_state(plan)
+            try:
+                state = store.load() or new_state(plan)
+                _check_resumable(plan.bench, state)
+            except RunError as e:  # nothing is written: the state stays as it was for a person to look at
+                return self._refused(plan, str(e))
             if state.status == "finished":
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
@@ -174,6 +181,10 @@ class Runner:
             logging.getLogger().removeHandler(handler)
             handler.close()
             store.unlock()
+
+    def _refused(self, plan: RunPlan, error: str) -> RunOutcome:
+        self.print(f"[{plan.run.id}] not started: {error}")
+        return RunOutcome(plan.run.id, "failed", None, error)
 
     async def _play(self, plan: RunPlan, browser: Browser | None, store: RunStore, state: RunState) -> RunOutcome:
         state.status, state.error = "running", None
@@ -236,6 +247,19 @@ class Runner:
                 self.print(f"[{current_run.get()}] trace: playwright show-trace {f}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
+
+
+def _check_resumable(bench: Benchmark, state: RunState) -> None:
+    """A benchmark edited between two runs must still hold where the saved run is, or resuming would break it."""
+    if not state.messages:
+        return
+    if state.phase >= len(bench.phases):
+        raise RunError(f"the benchmark has {len(bench.phases)} phases now, but this run is in phase {state.phase + 1}; "
+                       f"undo the change, or delete the run's folder to start over")
+    known = {c.id for c in bench.checks}
+    if gone := [e.check_id for e in state.evaluations if e.check_id not in known]:
+        raise RunError(f"checks graded in this run are gone from the benchmark: {', '.join(gone)}; undo the change, "
+                       f"or delete the run's folder to start over")
 
 
 def _note(state: RunState, text: str) -> None:
