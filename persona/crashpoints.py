@@ -2,7 +2,9 @@
 
 `MMB_CRASH_AT=NAME#N` kills the process the N-th time (default 1st) it reaches `crash_point(NAME)`,
 so a test can stop a run exactly mid-save, right after a message left, while a reply streams...
-Unset (always, outside tests) each point costs one dict lookup. When the process leads its own
+Several, comma-separated, arm several points: the first to come kills. `MMB_CRASH_LOG=FILE` gets the
+name of the point appended first, so a test knows where each kill happened. Unset (always, outside
+tests) each point costs one dict lookup. When the process leads its own
 process group (tests start mmb with start_new_session), the whole group dies at once, like a machine
 losing power: the in-process demo agent and Chromium go with it.
 """
@@ -13,6 +15,7 @@ import os
 import signal
 
 ENV = "MMB_CRASH_AT"
+LOG_ENV = "MMB_CRASH_LOG"
 
 # Every point, so tests can draw from them and a typo in a test fails loudly.
 POINTS = (
@@ -34,11 +37,10 @@ def _armed() -> dict[str, int]:
     global _remaining
     if _remaining is None:
         _remaining = {}
-        spec = os.environ.get(ENV, "").strip()
-        if spec:
+        for spec in filter(None, (s.strip() for s in os.environ.get(ENV, "").split(","))):
             name, _, count = spec.partition("#")
             if name not in POINTS:
-                raise ValueError(f"{ENV}={spec!r}: unknown crash point (known: {', '.join(POINTS)})")
+                raise ValueError(f"{ENV}: unknown crash point {name!r} (known: {', '.join(POINTS)})")
             _remaining[name] = int(count or 1)
     return _remaining
 
@@ -50,6 +52,11 @@ def crash_point(name: str) -> None:
     armed[name] -= 1
     if armed[name] > 0:
         return
+    if log := os.environ.get(LOG_ENV):
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(name + "\n")
+            f.flush()
+            os.fsync(f.fileno())
     if os.getpgid(0) == os.getpid():
         os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
