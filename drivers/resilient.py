@@ -78,14 +78,9 @@ class ResilientDriver(ChatDriver):
     async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
         try:
             return await self.inner.recover(text, user_messages_before)
-        except RECOVERABLE as e:  # the chat is not well: let send() sort it out, it looks again first
+        except RECOVERABLE as e:  # the chat is not well: reopen it and look once more, else it is sent again
             self._event(f"could not check whether the message was sent: {_first_line(e)}")
-            await self._reopen()
-            try:
-                return await self.inner.recover(text, user_messages_before)
-            except RECOVERABLE as e2:
-                self._event(f"still could not check; sending it: {_first_line(e2)}")
-                return None
+            return await self._reopen_and_recover(text, user_messages_before)
 
     async def new_session(self) -> SessionInfo:
         info = await self._retrying("start a new chat", self.inner.new_session)

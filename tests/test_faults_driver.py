@@ -200,3 +200,16 @@ def test_a_chat_that_keeps_failing_stops_with_a_clear_error(tmp_path):
 ])
 def test_the_wait_a_rate_limit_message_names(text, seconds):
     assert wait_named_in(text) == seconds
+
+
+def test_after_a_restart_a_dead_page_is_reopened_before_looking_for_the_message(tmp_path):
+    async def body(chat: Chat) -> None:
+        before = await chat.driver.user_message_count()
+        await chat.driver.send("My sister Ana is 31")
+        await chat.page.close()
+        reply = await chat.driver.recover("My sister Ana is 31", before)
+        assert reply is not None and reply.text == "Got it, I'll remember that."
+        assert await chat.driver.recover("Never sent", before + 1) is None
+        assert chat.received() == ["My sister Ana is 31"]
+
+    in_chat(body, tmp_path)
