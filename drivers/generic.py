@@ -1,10 +1,9 @@
 """The generic Playwright driver: any web chat, described by a Profile of selectors.
 
-A reply is found and judged complete inside the page, by one polled function: new agent bubbles are
-those after our own bubble (or, without a user selector, those not marked before sending); it is
-complete when no busy marker is visible, the done marker is there (if the profile has them) and
-the text has not changed for a quiet window. Placeholders ("Thinking…") and ignored bubbles
-(welcome) never count. Polling runs in the page, so detection costs no Python round trips.
+It types like a person (newlines as Shift+Enter, never a premature send), checks that our message
+shows up as sent, leaves the judgement of "reply complete" to `reply_watch`, and after a new
+chat checks that the chat really reset. Every failure is a DriverError naming the step and the
+selector, with a screenshot of the page as it was.
 """
 
 from __future__ import annotations
@@ -23,67 +22,31 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SessionInfo
 from .profile import Profile
+from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
 
 log = logging.getLogger(__name__)
 
-_REPLY_JS = r"""
-(cfg) => {
-  const st = (window.__mmbWaits = window.__mmbWaits || {});
-  const now = performance.now();
-  const w = st[cfg.token] || (st[cfg.token] = {sig: null, since: now});
-  const all = (s) => (s ? Array.from(document.querySelectorAll(s)) : []);
-  const visible = (el) => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
-  const after = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
-  const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
-  const textOf = (el) => {
-    let t = el.innerText || el.textContent || "";
-    if (cfg.strip) for (const s of el.querySelectorAll(cfg.strip)) { const x = (s.innerText || s.textContent || "").trim(); if (x) t = t.replace(x, ""); }
-    return t.trim();
-  };
-  let bubbles = all(cfg.assistant).filter((el) => !(cfg.ignore && el.closest(cfg.ignore)));
-  const users = cfg.user ? all(cfg.user) : [];
-  const anchor = users.length > cfg.usersBefore ? users[users.length - 1] : null;
-  if (cfg.error) {  // an error where the reply should be ends the wait at once
-    const errors = all(cfg.error).filter((el) => visible(el) && (anchor ? after(anchor, el) : !el.hasAttribute("data-mmb-seen")));
-    if (errors.length) { delete st[cfg.token]; return {stage: "error shown", error: textOf(errors[errors.length - 1]) || "(an empty error)"}; }
-  }
-  if (cfg.user) {
-    if (!anchor) return cfg.diagnose ? {stage: "our message is not shown"} : false;
-    bubbles = bubbles.filter((el) => after(anchor, el));
-  } else {
-    bubbles = bubbles.filter((el) => !el.hasAttribute("data-mmb-seen"));
-  }
-  const real = bubbles.filter((el) => !placeholders.some((r) => r.test(textOf(el))));
-  const texts = real.map(textOf);
-  const busy = all(cfg.busy).some(visible);
-  const last = bubbles[bubbles.length - 1];
-  const done = !cfg.done || (!!last && (last.matches(cfg.done) || !!last.querySelector(cfg.done) ||
-                all(cfg.done).some((d) => after(last, d))));
-  const sig = JSON.stringify(texts);
-  if (sig !== w.sig) { w.sig = sig; w.since = now; }
-  const markers = !!(cfg.busy || cfg.done);
-  const quiet = markers ? cfg.quietMarkers : cfg.quiet;
-  const stableFor = now - w.since;
-  if (cfg.diagnose) return {stage: texts.length ? "reply not complete" : "no reply bubble", busy, done,
-                            bubbles: texts.length, last: (texts[texts.length - 1] || "").slice(-200), stableFor};
-  if (cfg.firstOnly) return bubbles.length > 0;
-  if (!texts.length || busy || !done || stableFor < quiet) return false;
-  const notices = all(cfg.notice).filter((n) => !n.hasAttribute("data-mmb-seen")).map(textOf);
-  delete st[cfg.token];
-  const signal = [cfg.busy ? "busy-gone" : null, cfg.done ? "done" : null, `stable(${quiet}ms)`].filter(Boolean).join("+");
-  return {bubbles: texts, signal, notices};
-}
-"""
+_shots = itertools.count(1)
+_RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 
-_MARK_SEEN_JS = """(sels) => { for (const s of sels) for (const el of document.querySelectorAll(s)) el.setAttribute("data-mmb-seen", "1"); }"""
+# True once no message (but ignored ones) has been shown for `settle` ms; state lives in the page.
+_EMPTY_FOR_JS = """([s, ig, settle]) => {
+  const n = Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length;
+  if (n) { window.__mmbEmptySince = null; return false; }
+  window.__mmbEmptySince = window.__mmbEmptySince || performance.now();
+  return performance.now() - window.__mmbEmptySince >= settle;
+}"""
 
-_tokens = itertools.count(1)
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
 
 
 class PlaywrightDriver(ChatDriver):
     def __init__(self, profile: Profile, context: BrowserContext, *, base_url: str | None = None,
-                 artifacts: Path, trace: TraceMode = "off", screenshot_on_failure: bool = True):
+                 artifacts: Path, trace: TraceMode = "off", screenshot_on_failure: bool = True,
+                 secrets: tuple[str, ...] = ()):
         self.profile = profile
         self.name = profile.name
         self.context = context
@@ -91,7 +54,7 @@ class PlaywrightDriver(ChatDriver):
         if not self.base_url:
             raise DriverError(f"profile {profile.name!r} needs a chat URL (agent.url in config.jsonc)")
         self.artifacts = artifacts
-        self.tracer = SessionTracer(context, artifacts / "traces", trace)
+        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=secrets)
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
         self._crashed = False
@@ -109,7 +72,12 @@ class PlaywrightDriver(ChatDriver):
                 with contextlib.suppress(PlaywrightError):
                     await self.page.close()  # the crashed page: its renderer is gone
             self._crashed = False
-            self.page = await self.context.new_page()
+            # A persistent profile opens with a blank tab: use it rather than leave it beside ours.
+            blank = [p for p in self.context.pages if p.url in ("about:blank", "") and not p.is_closed()]
+            try:
+                self.page = blank[0] if blank else await self.context.new_page()
+            except PlaywrightError as e:
+                raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
             self.page.on("crash", self._on_crash)
         url = urljoin(self.base_url, session_url) if session_url else self.base_url
         try:
@@ -124,12 +92,28 @@ class PlaywrightDriver(ChatDriver):
         self._crashed = True
 
     async def close(self, failed: bool = False) -> list[Path]:
+        """Traces first (they need the open context), then the video, written once the context closed."""
         files = []
+        video = self.page.video if self.page is not None else None
         try:
             files = await self.tracer.finish(failed)
         finally:
             await self.context.close()
+        if video is not None:
+            files.append(await self._keep_video(video))
         return files
+
+    async def _keep_video(self, video) -> Path:
+        """videos/chat.webm (chat.part2.webm after a restart): one video of the whole page."""
+        folder = self.artifacts / "videos"
+        folder.mkdir(parents=True, exist_ok=True)
+        path, part = folder / "chat.webm", 1
+        while path.exists():
+            part += 1
+            path = folder / f"chat.part{part}.webm"
+        await video.save_as(path)
+        await video.delete()
+        return path
 
     @property
     def session_url(self) -> str | None:
@@ -143,21 +127,27 @@ class PlaywrightDriver(ChatDriver):
     # -- sending and replies -------------------------------------------------------------------
 
     async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
-        page = self._page()
         self._turn += 1
-        await self.tracer.group(f"turn {self._turn}")
-        started = time.monotonic()
-        users_before = await self.user_message_count()
-        await page.evaluate(_MARK_SEEN_JS, [s for s in (self._sel.assistant_message, self._sel.notice, self._sel.error) if s])
-        await self._type(text)
-        await self._submit()
-        await self._wait_sent(users_before)
-        if on_sent:
-            await on_sent()
-        reply = await self._wait_reply(users_before or 0)
-        reply.seconds = time.monotonic() - started
-        await self.tracer.end_group()
-        return reply
+        return await self._exchange(text, on_sent, f"turn {self._turn}")
+
+    async def _exchange(self, text: str, on_sent: OnSent | None, step: str) -> Reply:
+        page = self._page()
+        await self.tracer.group(step)
+        try:
+            started = time.monotonic()
+            users_before = await self.user_message_count()
+            watch = ReplyWatch(page, self.profile, users_before or 0)
+            await watch.arm()
+            await self._type(text)
+            await self._submit()
+            await self._wait_sent(users_before, text)
+            if on_sent:
+                await on_sent()
+            reply = await self._collect(watch, step)
+            reply.seconds = time.monotonic() - started
+            return reply
+        finally:
+            await self.tracer.end_group()
 
     async def user_message_count(self) -> int | None:
         if not self._sel.user_message:
@@ -172,18 +162,44 @@ class PlaywrightDriver(ChatDriver):
         count = await users.count()
         if count <= user_messages_before:
             return None
-        shown = " ".join((await users.nth(count - 1).inner_text()).split())
-        if shown != " ".join(text.split()):
+        if _squash(await users.nth(count - 1).inner_text()) != _squash(text):
             return None
         log.info("resume: the message was already sent; waiting for its reply instead of sending it again")
-        return await self._wait_reply(count - 1)
+        self._turn += 1
+        return await self._collect(ReplyWatch(self._page(), self.profile, count - 1), f"turn {self._turn}")
+
+    async def _collect(self, watch: ReplyWatch, step: str) -> Reply:
+        outcome = await watch.wait()
+        if isinstance(outcome, WaitFailure):
+            raise await self._error(f"no complete reply ({step}): {outcome.describe()}", ReplyTimeout)
+        if outcome.error is not None:
+            raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
+        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        if self._rate_limited(reply.text):
+            raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
+        log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
+        return reply
+
+    def _rate_limited(self, text: str) -> bool:
+        return any(re.search(p, text, re.IGNORECASE) for p in self.profile.completion.rate_limit_patterns)
+
+    async def _agent_error(self, text: str, what: str) -> AgentErrorReply:
+        """An error shown where the reply should be; RateLimited when it says to slow down."""
+        kind = RateLimited if self._rate_limited(text) else AgentErrorReply
+        err = await self._error(f"{what}: {text[:300]!r}")
+        return kind(str(err), text=text)
 
     async def _type(self, text: str) -> None:
         box = self._page().locator(self._sel.input).filter(visible=True).first
         try:
             if self.profile.input_method == "type":
                 await box.click()
-                await box.press_sequentially(text)
+                # A typed newline is Enter, which sends in most chats: Shift+Enter breaks the line.
+                for i, line in enumerate(text.split("\n")):
+                    if i:
+                        await box.press("Shift+Enter")
+                    if line:
+                        await box.press_sequentially(line)
             else:
                 await box.fill(text)
         except PlaywrightError as e:
@@ -199,62 +215,21 @@ class PlaywrightDriver(ChatDriver):
         except PlaywrightError as e:
             raise await self._error(f"cannot send with {self._sel.send or 'Enter'!r}: {str(e).splitlines()[0]}") from None
 
-    async def _wait_sent(self, users_before: int | None) -> None:
+    async def _wait_sent(self, users_before: int | None, text: str) -> None:
         if users_before is None:
             return
+        page = self._page()
         try:
-            await self._page().wait_for_function(
+            await page.wait_for_function(
                 "([s, n]) => document.querySelectorAll(s).length > n", arg=[self._sel.user_message, users_before],
                 timeout=self.profile.send_timeout_s * 1000, polling=self.profile.completion.poll_ms)
         except PlaywrightTimeout:
             raise await self._error(
                 f"the message did not show up as sent: no new {self._sel.user_message!r} "
                 f"within {self.profile.send_timeout_s:g} s") from None
-
-    async def _wait_reply(self, users_before: int) -> Reply:
-        c = self.profile.completion
-        cfg = {
-            "token": next(_tokens), "assistant": self._sel.assistant_message, "user": self._sel.user_message,
-            "usersBefore": users_before, "busy": self._sel.busy, "done": self._sel.done, "ignore": self._sel.ignore,
-            "strip": self._sel.strip, "notice": self._sel.notice, "placeholders": c.placeholder_patterns,
-            "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers, "diagnose": False, "firstOnly": False,
-            "error": self._sel.error,
-        }
-        page = self._page()
-        started = time.monotonic()
-        try:
-            await page.wait_for_function(_REPLY_JS, arg={**cfg, "firstOnly": True}, polling=c.poll_ms,
-                                         timeout=c.first_bubble_timeout_s * 1000)
-            left = max(1.0, c.timeout_s - (time.monotonic() - started))
-            handle = await page.wait_for_function(_REPLY_JS, arg=cfg, polling=c.poll_ms, timeout=left * 1000)
-        except PlaywrightTimeout:
-            raise await self._reply_timeout(cfg, time.monotonic() - started) from None
-        result = await handle.json_value()
-        if "error" in result:
-            raise await self._agent_error(result["error"], "the chat shows an error instead of a reply")
-        reply = Reply(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"])
-        if self._rate_limited(reply.text):
-            raise await self._agent_error(reply.text, "the agent replied that it is rate limited")
-        log.debug("reply complete: %s", result["signal"])
-        return reply
-
-    def _rate_limited(self, text: str) -> bool:
-        return any(re.search(p, text, re.IGNORECASE) for p in self.profile.completion.rate_limit_patterns)
-
-    async def _agent_error(self, text: str, what: str) -> AgentErrorReply:
-        kind = RateLimited if self._rate_limited(text) else AgentErrorReply
-        err = await self._error(f"{what}: {text[:300]!r}")
-        return kind(str(err), text=text, screenshot=None)
-
-    async def _reply_timeout(self, cfg: dict, waited: float) -> ReplyTimeout:
-        state = await self._page().evaluate(_REPLY_JS, {**cfg, "diagnose": True})
-        details = f"{state.get('stage')}"
-        if "busy" in state:
-            details += (f"; busy marker {'visible' if state['busy'] else 'gone'}, done marker "
-                        f"{'shown' if state['done'] else 'missing'}, {state['bubbles']} bubble(s), last text "
-                        f"{state['last']!r} stable for {state['stableFor'] / 1000:.1f} s")
-        err = await self._error(f"no complete reply after {waited:.0f} s: {details}")
-        return ReplyTimeout(str(err))
+        shown = await page.locator(self._sel.user_message).last.inner_text()
+        if _squash(shown) != _squash(text):  # markdown rendering changes text, so this only warns
+            log.warning("the chat shows our message as %r, not as typed (%r)", shown[:120], text[:120])
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -262,38 +237,64 @@ class PlaywrightDriver(ChatDriver):
         page = self._page()
         old_url = page.url
         mode = self.profile.new_session
-        if mode == "message":
-            reply = await self.send(self.profile.new_session_message)
-            sign = f"sent {self.profile.new_session_message!r}; agent replied {reply.text[:80]!r}"
-        else:
-            if mode == "button":
-                await self._click(self._sel.new_chat, "new chat")
-                if self._sel.new_chat_confirm:
-                    await self._click(self._sel.new_chat_confirm, "new chat confirmation")
-            elif mode == "url":
-                await page.goto(urljoin(self.base_url, self.profile.new_session_url or self.base_url))
+        await self.tracer.group("new session")
+        try:
+            if mode == "message":
+                sign = await self._reset_by_message()
             else:
-                await page.reload()
-            await self._wait_ready()
-            sign = await self._verify_reset(old_url)
+                before = await self._messages_shown()
+                if mode == "button":
+                    await self._click(self._sel.new_chat, "new chat")
+                    if self._sel.new_chat_confirm:
+                        await self._click(self._sel.new_chat_confirm, "new chat confirmation")
+                elif mode == "url":
+                    await page.goto(urljoin(self.base_url, self.profile.new_session_url or self.base_url))
+                else:
+                    await page.reload()
+                sign = await self._verify_reset(mode, old_url, before)
+        finally:
+            await self.tracer.end_group()
+        log.info("new session: %s", sign)
         self._session_index += 1
         await self.tracer.next_session(self._session_index)
         return SessionInfo(url=self.session_url, reset_sign=sign)
 
-    async def _verify_reset(self, old_url: str) -> str:
-        """A new chat shows none of our messages (and usually has a new URL); else it did not reset."""
+    async def _reset_by_message(self) -> str:
+        """`/new` for bots: the chat stays, so the sign of a reset is the agent's acknowledgement."""
+        command = self.profile.new_session_message
+        reply = await self._exchange(command, None, "new session")
+        said = reply.text.replace(command, " ")
+        pattern = self.profile.new_session_ack
+        if pattern is not None and not re.search(pattern, said, re.IGNORECASE):
+            raise await self._error(
+                f"the chat did not reset: the agent answered {command!r} with {reply.text[:200]!r}, which does not "
+                f"acknowledge a new session (pattern {pattern!r}; set agent.options.new_session_ack to match "
+                "its acknowledgement, or null to accept any reply)")
+        return f"agent acknowledged {command!r}: {reply.text[:120]!r}"
+
+    async def _messages_shown(self) -> int:
+        counted = self._sel.user_message or self._sel.assistant_message
+        return await self._page().evaluate(
+            "([s, ig]) => Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length",
+            [counted, self._sel.ignore or ""])
+
+    async def _verify_reset(self, mode: str, old_url: str, before: int) -> str:
+        """A new chat shows none of the old messages (and often has a new URL); else it did not reset."""
         page = self._page()
         counted = self._sel.user_message or self._sel.assistant_message
-        ignore = self._sel.ignore or ""
         try:
-            await page.wait_for_function(
-                "([s, ig]) => Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length === 0",
-                arg=[counted, ignore], timeout=15000, polling=100)
+            await page.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
+                                         timeout=self.profile.reset_timeout_s * 1000, polling=50)
         except PlaywrightTimeout:
-            raise await self._error(f"the chat did not reset after 'new chat': {counted!r} still shows messages") from None
-        signs = ["no messages left"]
+            left = await self._messages_shown()
+            url = "URL changed" if page.url != old_url else "URL unchanged"
+            raise await self._error(
+                f"the chat did not reset after new session ({mode}): {left} of {before} message(s) matching "
+                f"{counted!r} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url})") from None
+        await self._wait_ready()
+        signs = [f"no messages left ({before} before)"]
         if page.url != old_url:
-            signs.insert(0, "url changed")
+            signs.insert(0, f"url changed {old_url} -> {page.url}")
         return "; ".join(signs)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -327,14 +328,15 @@ class PlaywrightDriver(ChatDriver):
                 f"input selector {self._sel.input!r} matched nothing visible at {self._page().url} "
                 f"within {self.profile.ready_timeout_s:g} s") from None
 
-    async def _error(self, message: str) -> DriverError:
+    async def _error(self, message: str, kind: type[DriverError] = DriverError) -> DriverError:
         """A DriverError with a screenshot of the page as it was (when enabled and possible)."""
         shot = None
         if self.screenshot_on_failure and self.page is not None:
             self.artifacts.mkdir(parents=True, exist_ok=True)
-            shot = self.artifacts / f"failure-{time.strftime('%Y%m%d-%H%M%S')}-{next(_tokens)}.png"
+            shot = self.artifacts / f"failure-{time.strftime('%Y%m%d-%H%M%S')}-{next(_shots)}.png"
             try:
                 await self.page.screenshot(path=str(shot), full_page=True)
             except PlaywrightError:
                 shot = None
-        return DriverError(message, screenshot=shot)
+        log.warning("%s", message)
+        return kind(message, screenshot=shot)

@@ -11,6 +11,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
+# What bots say when `/new` worked: "New conversation started", "Context cleared", "Начнём заново".
+DEFAULT_NEW_SESSION_ACK = (r"\b(new|fresh|reset|clear(ed)?|restart(ed)?|start(ed)?|forg[eo]t\w*)\b"
+                           r"|нов|сброс|сброш|очищ|забыл|заново")
+
+
 class Selectors(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -19,7 +24,7 @@ class Selectors(BaseModel):
     assistant_message: str = Field(..., description="Each agent bubble")
     user_message: str | None = Field(None, description="Each of our bubbles: proves a send, orders replies")
     busy: str | None = Field(None, description="Visible while the agent is generating (stop button, typing...)")
-    done: str | None = Field(None, description="Marks a finished reply, on or after its bubble")
+    done: str | None = Field(None, description="Marks a finished reply: on its bubble (or the bubble's container) or after it")
     ignore: str | None = Field(None, description="Bubbles that are never replies: welcome, placeholders")
     strip: str | None = Field(None, description="Parts of a bubble that are not its text: timestamps, buttons")
     notice: str | None = Field(None, description="UI notices about the agent itself, e.g. context compaction")
@@ -34,8 +39,10 @@ class Completion(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    quiet_ms: int = Field(1500, description="Text unchanged this long, when the UI shows no busy/done marker")
-    quiet_ms_with_markers: int = Field(120, description="Text unchanged this long once busy is gone / done is shown")
+    quiet_ms: int = Field(1500, description="Nothing changed this long, when no busy/done marker has spoken")
+    quiet_ms_with_markers: int = Field(
+        120, description="Nothing changed this long once busy was seen and is gone, or done is shown; raise it "
+                         "above the pause between bubbles for agents that send several (Telegram bots)")
     poll_ms: int = 40
     first_bubble_timeout_s: float = Field(120, description="No reply bubble at all after this: error")
     timeout_s: float = Field(600, description="Hard limit for a whole reply")
@@ -48,6 +55,8 @@ class Completion(BaseModel):
          r"quota exceeded|slow down)"],
         description="Reply or error texts (Python regexes, case-insensitive, searched) that mean: wait, then resend",
     )
+    placeholder_means_busy: bool = Field(
+        True, description="A placeholder shown after the last real bubble means the reply goes on")
 
 
 class Profile(BaseModel):
@@ -60,7 +69,11 @@ class Profile(BaseModel):
     input_method: Literal["fill", "type"] = Field("fill", description="'type' presses each key (editors that ignore fill)")
     new_session: Literal["button", "message", "url", "reload"] = "button"
     new_session_message: str = "/new"
+    new_session_ack: str | None = Field(
+        DEFAULT_NEW_SESSION_ACK, description="With new_session 'message': the agent's reply (minus the command) "
+                                             "must match this regex (case-insensitive); None accepts any reply")
     new_session_url: str | None = None
+    reset_timeout_s: float = Field(15, description="After 'new chat', the old messages must be gone this soon")
     send_timeout_s: float = Field(15, description="Our bubble must show up this soon after sending")
     ready_timeout_s: float = Field(60, description="The input must show up this soon after opening the page")
 

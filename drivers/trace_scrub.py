@@ -1,14 +1,14 @@
-"""Secrets out of Playwright traces: a trace records every request's headers and cookies, and any
-string the page or a script handled, so a logged-in chat's session would ride along in trace.zip.
+"""Keeping secrets out of trace.zip files: a trace records every request's headers and cookies.
 
-Sensitive headers (Cookie, Set-Cookie, Authorization...) and HAR cookie values are masked in
-trace.network, and every known secret value (the context's cookies and local storage, plus keys
-registered in persona.secrets) is masked in every text entry. Screenshots stay as they are.
+A trace of a logged-in chat would carry the session cookie (and, if the page shows one, a token)
+to wherever the trace is shared. `scrub_trace` rewrites a trace in place: the values of cookie and
+credential headers and of all recorded cookies become "[redacted]", and any known secret value
+(those of the login's storage state, what the agent's page stored in this context, and keys registered
+in persona.secrets) is replaced wherever it appears in the trace's text.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
@@ -20,72 +20,80 @@ from typing import Any
 from playwright.async_api import BrowserContext
 from playwright.async_api import Error as PlaywrightError
 
-from persona.secrets import MASK, MIN_LENGTH, known_secrets
+REDACTED = "[redacted]"
+SENSITIVE_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization", "x-api-key",
+                               "x-auth-token", "x-csrf-token", "x-xsrf-token"})
+MIN_SECRET_LEN = 6  # shorter values ("1", "true", "en") are settings, and would redact half the trace
+_BINARY_SUFFIXES = (".jpeg", ".jpg", ".png", ".webp", ".gif", ".woff", ".woff2", ".ttf", ".ico")
 
-SENSITIVE_HEADERS = {"cookie", "set-cookie", "authorization", "proxy-authorization", "x-api-key", "api-key"}
-_BINARY = (".jpeg", ".jpg", ".png", ".webp", ".gif", ".woff", ".woff2", ".ttf", ".ico", ".webm", ".mp4")
+
+def _scrub_http(part: dict[str, Any]) -> None:
+    for header in part.get("headers") or []:
+        if str(header.get("name", "")).lower() in SENSITIVE_HEADERS:
+            header["value"] = REDACTED
+    for cookie in part.get("cookies") or []:
+        cookie["value"] = REDACTED
 
 
-async def storage_secrets(context: BrowserContext) -> list[str]:
-    """Cookie and local-storage values the agent's page set: its session, in a logged-in UI."""
-    try:
-        state = await context.storage_state()
-    except PlaywrightError:
-        return []  # the context is gone; header masking still applies
-    values = [c.get("value", "") for c in state.get("cookies", [])]
-    values += [item.get("value", "") for origin in state.get("origins", []) for item in origin.get("localStorage", [])]
-    return [v for v in values if len(v) >= MIN_LENGTH]
+def _scrub_network(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            lines.append(line)
+            continue
+        snapshot = event.get("snapshot") if isinstance(event, dict) else None
+        if isinstance(snapshot, dict):
+            for key in ("request", "response"):
+                if isinstance(snapshot.get(key), dict):
+                    _scrub_http(snapshot[key])
+        lines.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def _literal_forms(secrets: Iterable[str]) -> list[str]:
+    """Each secret as written raw and as it reads inside a JSON string; longest first."""
+    forms = set()
+    for s in secrets:
+        if len(s) >= MIN_SECRET_LEN:
+            forms |= {s, json.dumps(s, ensure_ascii=False)[1:-1], json.dumps(s)[1:-1]}
+    return sorted(forms, key=len, reverse=True)
 
 
 def scrub_trace(path: Path, secrets: Iterable[str] = ()) -> None:
-    """Rewrite trace.zip in place with secrets masked; atomic, so a crash leaves the old or the new one."""
-    values = sorted({*secrets, *known_secrets()}, key=len, reverse=True)
-    forms = [(v.encode(), MASK.encode()) for v in values]
-    forms += [(json.dumps(v)[1:-1].encode(), MASK.encode()) for v in values if json.dumps(v)[1:-1] != v]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Rewrite the trace at `path` with credentials and the given secret values redacted."""
+    forms = _literal_forms(secrets)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scrub-", suffix=".zip")
     os.close(fd)
     try:
         with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
             for info in src.infolist():
                 data = src.read(info)
-                if not info.filename.lower().endswith(_BINARY):
-                    if info.filename.endswith(".network"):
-                        data = _mask_network(data)
-                    for secret, mask in forms:
-                        data = data.replace(secret, mask)
+                if not info.filename.lower().endswith(_BINARY_SUFFIXES):
+                    try:
+                        text = data.decode("utf-8")
+                    except UnicodeDecodeError:
+                        text = None
+                    if text is not None:
+                        if info.filename.endswith(".network"):
+                            text = _scrub_network(text)
+                        for form in forms:
+                            text = text.replace(form, REDACTED)
+                        data = text.encode("utf-8")
                 dst.writestr(info, data)
         os.replace(tmp, path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _mask_network(data: bytes) -> bytes:
-    """trace.network is JSON lines of HAR entries: mask sensitive headers and every cookie value."""
-    out = []
-    for line in data.decode("utf-8", "replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            out.append(line)
-            continue
-        _mask(event)
-        out.append(json.dumps(event, ensure_ascii=False))
-    return ("\n".join(out) + ("\n" if data.endswith(b"\n") else "")).encode()
-
-
-def _mask(node: Any) -> None:
-    if isinstance(node, dict):
-        if "headers" in node and isinstance(node["headers"], list):
-            for h in node["headers"]:
-                if isinstance(h, dict) and str(h.get("name", "")).lower() in SENSITIVE_HEADERS:
-                    h["value"] = MASK
-        if "cookies" in node and isinstance(node["cookies"], list):
-            for c in node["cookies"]:
-                if isinstance(c, dict) and "value" in c:
-                    c["value"] = MASK
-        for value in node.values():
-            _mask(value)
-    elif isinstance(node, list):
-        for value in node:
-            _mask(value)
+async def storage_secrets(context: BrowserContext) -> list[str]:
+    """Cookie and local-storage values the agent's page set in this context: its session, when logged in."""
+    try:
+        state = await context.storage_state()
+    except PlaywrightError:
+        return []  # the context is gone; header and cookie masking still apply
+    values = [c.get("value", "") for c in state.get("cookies", [])]
+    values += [item.get("value", "") for origin in state.get("origins", []) for item in origin.get("localStorage", [])]
+    return [v for v in values if len(v) >= MIN_SECRET_LEN]

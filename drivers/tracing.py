@@ -1,4 +1,8 @@
-"""Playwright traces: one trace.zip per chat session, a group per turn, kept on failure or always."""
+"""Playwright traces: one trace.zip per chat session, a group per turn, kept on failure or always.
+
+Each finished trace is scrubbed (trace_scrub): cookies, credential headers and the login's secret
+values never stay in a trace.zip.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from typing import Literal
 
 from playwright.async_api import BrowserContext
 
+from persona.secrets import known_secrets
+
 from .trace_scrub import scrub_trace, storage_secrets
 
 log = logging.getLogger(__name__)
@@ -16,8 +22,9 @@ TraceMode = Literal["off", "on", "retain-on-failure"]
 
 
 class SessionTracer:
-    def __init__(self, context: BrowserContext, folder: Path, mode: TraceMode):
+    def __init__(self, context: BrowserContext, folder: Path, mode: TraceMode, *, secrets: tuple[str, ...] = ()):
         self.context = context
+        self.secrets = secrets
         self.folder = folder
         self.mode = mode
         self.files: list[Path] = []
@@ -67,15 +74,15 @@ class SessionTracer:
                 f.unlink(missing_ok=True)
             self.files = []
         for f in self.files:
-            log.info("trace: playwright show-trace %s", f)
+            log.info("trace: %s", show_trace_command(f))
         return self.files
 
     async def _stop_chunk(self) -> None:
         await self.end_group()
         if self._chunk is not None:
-            secrets = await storage_secrets(self.context)  # read while the context still holds them
+            stored = await storage_secrets(self.context)  # read while the context still holds them
             await self.context.tracing.stop_chunk(path=str(self._chunk))
-            scrub_trace(self._chunk, secrets)
+            scrub_trace(self._chunk, (*self.secrets, *stored, *known_secrets()))
             self.files.append(self._chunk)
             self._chunk = None
 
@@ -86,3 +93,12 @@ class SessionTracer:
             part += 1
             path = self.folder / f"session-{session_index}.part{part}.trace.zip"
         return path
+
+
+def show_trace_command(path: Path) -> str:
+    """The command that opens a trace; without a browser of Playwright's own, as a local web viewer."""
+    from .playwright_home import has_playwright_chromium
+
+    if has_playwright_chromium():
+        return f"playwright show-trace {path}"
+    return f"playwright show-trace --host 127.0.0.1 --port 9323 {path}  (then open http://127.0.0.1:9323)"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from demo_agent.faults import ENV as DEMO_FAULTS_ENV
+from drivers.trace_scrub import REDACTED
 from tests.conftest import mmb
 from tests.support.openai_server import OpenAICompatServer, scripted_responder
 
@@ -68,7 +69,7 @@ def test_no_key_cookie_or_storage_in_results_with_traces_on(write_bench, write_c
         assert COOKIE.encode() not in data, name
     network = next(data for name, data in files.items() if name.endswith("!trace.network"))
     entries = [json.loads(line) for line in network.decode().splitlines() if line.strip()]
-    assert any(h["name"].lower() == "set-cookie" and h["value"] == "***"
+    assert any(h["name"].lower() == "set-cookie" and h["value"] == REDACTED
                for e in entries for h in e.get("snapshot", {}).get("response", {}).get("headers", []))
 
 

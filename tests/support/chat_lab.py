@@ -1,0 +1,401 @@
+"""The chat lab: a tiny chat web app on 127.0.0.1 whose DOM and timing each test sets.
+
+It stands in for the many ways real chat UIs render a reply, so the driver's reply detection,
+session switching and probing can be tested in real Chromium, one behaviour at a time:
+streamed replies at a given speed, a slow first token, a reply in several bubbles with pauses
+and no busy marker between them (Telegram-bot style), no busy marker at all, a done marker on or
+after the bubble, placeholder bubbles ("Thinking…", "…", empty) replaced later, a welcome bubble
+(that may vanish on the first send), a message list re-rendered on every change (nodes replaced),
+a reply that never comes, a "new chat" that does not reset, a contenteditable input, `/new` as
+a bot command.
+
+    with ChatLab(LabScenario(busy="none", chunk_ms=30)) as lab:
+        page.goto(lab.url + "/")            # redirects to /c/<id>, a fresh chat
+        profile = lab.profile()             # the drivers.profile.Profile matching the scenario
+
+The server keeps each conversation (so a reload shows it) and records what it was sent, the
+User-Agent of every request (headless Chromium says "HeadlessChrome") and the cookies it got. The reply text comes from
+`responder(text, history) -> bubbles`; by default `echo: <text>`, as many bubbles as
+`scenario.bubbles`. Change `lab.scenario` between page loads to change the behaviour.
+
+DOM: `#log` holds `.bubble.me` (ours) and `.bubble.bot` (the agent's; `.welcome` on the welcome);
+(with text_span, the text is in a `span.text` inside); `#box` is the input (textarea or contenteditable), `#send`, `#stop` (visible while busy when
+busy="stop-button"), `#typing` (visible while busy when busy="typing"), `#new-chat`. A finished
+bubble gets `data-done="1"` (done="attr") or a `.done-mark` element right after it (done="after").
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from drivers.profile import Completion, Profile, Selectors
+from tests.support.http_reply import respond
+
+Responder = Callable[[str, list[dict[str, str]]], list[str]]
+NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
+
+
+class LabScenario(BaseModel):
+    """How the lab's chat page behaves. Times are in milliseconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: Literal["textarea", "contenteditable"] = "textarea"
+    send_button: bool = True  # False: Enter is the only way to send
+    bubbles: int = Field(1, ge=1, description="Bubbles per reply from the default echo responder")
+    first_token_ms: int = 0  # before the first bubble starts
+    chunk_chars: int = Field(4, ge=0, description="Characters per streamed chunk; 0: whole bubble at once")
+    chunk_ms: int = 10  # between chunks
+    bubble_gap_ms: int = 0  # between the bubbles of one reply
+    busy: Literal["stop-button", "typing", "none"] = "stop-button"
+    busy_in_gaps: bool = True  # False: the busy marker is hidden between bubbles
+    done: Literal["none", "attr", "after"] = "none"
+    done_delay_ms: int = 0  # from a bubble's last text to its done marker
+    placeholder: str | None = None  # e.g. "Thinking…", "…", "": shown before each bubble's text
+    placeholder_replace: Literal["text", "node"] = "text"  # the text is replaced, or the node swapped
+    welcome: str | None = None
+    welcome_vanishes: bool = False  # the welcome is removed on the first send
+    rerender: bool = False  # every change rebuilds the whole message list (new nodes)
+    never_reply: bool = False  # the agent stays busy forever
+    new_chat: Literal["reset", "noop"] = "reset"  # noop: the button re-renders the same chat
+    new_chat_navigates: bool = True  # a new /c/<id> address; False: cleared in place, same URL
+    slash_new: Literal["reset", "ignore"] = "ignore"  # "/new" as a message: resets (and acks) or is echoed
+    user_echo_delay_ms: int = 0  # before our own bubble shows up
+    text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
+
+
+class ChatLab:
+    def __init__(self, scenario: LabScenario | None = None, *, responder: Responder | None = None):
+        self.scenario = scenario or LabScenario()
+        self.responder = responder
+        self.conversations: dict[str, list[dict[str, str]]] = {}
+        self.received: list[str] = []  # every message text posted, in order
+        self.user_agents: list[str] = []  # of every request
+        self.cookies: list[str] = []  # the Cookie header of every request that had one
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the chat lab is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> str:
+        if self._server is None:
+            self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+            self._server.daemon_threads = True
+            threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True,
+                             name="chat-lab").start()
+        return self.url
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+    def __enter__(self) -> "ChatLab":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- what tests use ------------------------------------------------------------------------
+
+    def profile(self, *, name: str = "lab", **overrides: Any) -> Profile:
+        """The profile a user would write for this scenario; keyword overrides replace fields
+        (`selectors={...}` and `completion={...}` are merged into the defaults)."""
+        s = self.scenario
+        selectors = {
+            "input": "#box",
+            "send": "#send" if s.send_button else None,
+            "assistant_message": "#log .bubble.bot",
+            "user_message": "#log .bubble.me",
+            "busy": {"stop-button": "#stop", "typing": "#typing", "none": None}[s.busy],
+            "done": {"none": None, "attr": "[data-done='1']", "after": ".done-mark"}[s.done],
+            "ignore": ".welcome",
+            "new_chat": "#new-chat",
+            **overrides.pop("selectors", {}),
+        }
+        completion = {"first_bubble_timeout_s": 30, "timeout_s": 60, **overrides.pop("completion", {})}
+        return Profile(name=name, url=self.url + "/", selectors=Selectors(**selectors),
+                       completion=Completion(**completion), **overrides)
+
+    def new_conversation(self) -> str:
+        conv = secrets.token_hex(4)
+        with self._lock:
+            self.conversations[conv] = []
+        return conv
+
+    def history(self, conv: str) -> list[dict[str, str]]:
+        with self._lock:
+            return list(self.conversations.get(conv, []))
+
+    # -- the agent -----------------------------------------------------------------------------
+
+    def _reply(self, conv: str, text: str) -> tuple[list[str], str | None]:
+        """The bubbles to show and, for a reset, the new conversation id."""
+        with self._lock:
+            self.received.append(text)
+            history = self.conversations.setdefault(conv, [])
+            history.append({"role": "me", "text": text})
+        if self.scenario.never_reply:
+            return [], None
+        if text.strip() == "/new" and self.scenario.slash_new == "reset":
+            fresh = self.new_conversation()
+            with self._lock:
+                self.conversations[fresh] = [*history, {"role": "bot", "text": NEW_CHAT_ACK}]
+            return [NEW_CHAT_ACK], fresh
+        if self.responder is not None:
+            bubbles = self.responder(text, history[:-1])
+        elif self.scenario.bubbles == 1:
+            bubbles = [f"echo: {text}"]
+        else:
+            bubbles = [f"part {i + 1} of {self.scenario.bubbles}: {text}" for i in range(self.scenario.bubbles)]
+        with self._lock:
+            history += [{"role": "bot", "text": b} for b in bubbles]
+        return bubbles, None
+
+
+_CONV = re.compile(r"^/c/([0-9a-f]{1,32})$")
+_API_CONV = re.compile(r"^/api/c/([0-9a-f]{1,32})(/messages)?$")
+
+
+def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+            respond(self, status, body, ctype, headers)
+
+        def _json(self, obj: Any, status: int = HTTPStatus.OK) -> None:
+            self._send(status, json.dumps(obj, ensure_ascii=False).encode(), "application/json; charset=utf-8")
+
+        def _body(self) -> dict[str, Any]:
+            length = int(self.headers.get("Content-Length") or 0)
+            return json.loads(self.rfile.read(length) or b"{}") if length else {}
+
+        def _record(self) -> None:
+            lab.user_agents.append(self.headers.get("User-Agent", ""))
+            if self.headers.get("Cookie"):
+                lab.cookies.append(self.headers["Cookie"])
+
+        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            self._record()
+            path = self.path.split("?", 1)[0]
+            if path == "/":
+                self._send(HTTPStatus.FOUND, b"", "text/plain", {"Location": f"/c/{lab.new_conversation()}"})
+            elif m := _CONV.match(path):
+                self._send(HTTPStatus.OK, _page(lab.scenario, m.group(1)).encode(), "text/html; charset=utf-8")
+            elif (m := _API_CONV.match(path)) and not m.group(2):
+                self._json({"messages": lab.history(m.group(1))})
+            elif path == "/favicon.ico":
+                self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+            else:
+                self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
+
+        def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            self._record()
+            path = self.path.split("?", 1)[0]
+            if path == "/api/new":
+                self._json({"id": lab.new_conversation()})
+            elif (m := _API_CONV.match(path)) and m.group(2):
+                bubbles, fresh = lab._reply(m.group(1), str(self._body().get("text", "")))
+                self._json({"bubbles": bubbles, "conversation": fresh})
+            else:
+                self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
+
+    return Handler
+
+
+def _page(scenario: LabScenario, conv: str) -> str:
+    config = html.escape(json.dumps({**scenario.model_dump(), "conv": conv}), quote=False)
+    box = ('<div id="box" contenteditable="true" role="textbox" aria-label="Message"></div>'
+           if scenario.input == "contenteditable" else '<textarea id="box" rows="2" aria-label="Message"></textarea>')
+    send = '<button id="send" type="submit">Send</button>' if scenario.send_button else ""
+    return _HTML.replace("@CONFIG@", config).replace("@BOX@", box).replace("@SEND@", send)
+
+
+_HTML = r"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Chat lab</title>
+<style>
+  body { font: 15px sans-serif; margin: 0; display: flex; flex-direction: column; height: 100vh; }
+  header { padding: 6px 10px; background: #eee; display: flex; gap: 10px; align-items: center; }
+  #log { flex: 1; overflow-y: auto; padding: 10px; }
+  .bubble { margin: 6px 0; padding: 6px 10px; border-radius: 8px; max-width: 70%; white-space: pre-wrap; }
+  .bubble.me { background: #cde; margin-left: auto; }
+  .bubble.bot { background: #f3f3f3; min-height: 1em; }
+  .done-mark { font-size: 11px; color: #888; }
+  form { display: flex; gap: 6px; padding: 8px; border-top: 1px solid #ddd; }
+  #box { flex: 1; min-height: 2em; border: 1px solid #aaa; padding: 4px; white-space: pre-wrap; }
+</style></head>
+<body>
+<header><strong>Chat lab</strong><button id="new-chat" type="button">New chat</button>
+  <span id="typing" hidden>typing…</span></header>
+<main id="log" aria-live="polite"></main>
+<form id="composer">@BOX@@SEND@<button id="stop" type="button" hidden>Stop</button></form>
+<script type="application/json" id="config">@CONFIG@</script>
+<script>
+"use strict";
+(() => {
+  const cfg = JSON.parse(document.getElementById("config").textContent);
+  const log = document.getElementById("log"), box = document.getElementById("box");
+  const sendBtn = document.getElementById("send"), stopBtn = document.getElementById("stop");
+  const typing = document.getElementById("typing");
+  let conv = cfg.conv, busy = false, aborted = false;
+  // The model of the list; each message keeps its DOM node unless cfg.rerender rebuilds them all.
+  const msgs = [];
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  function setText(el, text) {
+    (el.querySelector(".text") || el).textContent = text;
+  }
+  function build(m) {
+    const el = document.createElement("div");
+    el.className = "bubble " + m.role + (m.welcome ? " welcome" : "");
+    if (cfg.text_span) el.append(Object.assign(document.createElement("span"), {className: "text"}));
+    setText(el, m.text);
+    const marked = m.done && m.role === "bot";
+    if (marked && cfg.done === "attr") el.dataset.done = "1";
+    const frag = document.createDocumentFragment();
+    frag.append(el);
+    if (marked && cfg.done === "after") {
+      const mark = document.createElement("div");
+      mark.className = "done-mark";
+      mark.textContent = "✓ done";
+      frag.append(mark);
+    }
+    m.node = el;
+    m.frag = frag;
+    return frag;
+  }
+  function renderAll() {
+    log.replaceChildren(...msgs.map(build));
+    log.scrollTop = log.scrollHeight;
+  }
+  function add(m) {
+    msgs.push(m);
+    if (cfg.rerender) return renderAll(), m;
+    log.append(build(m));
+    log.scrollTop = log.scrollHeight;
+    return m;
+  }
+  function update(m, patch, swapNode) {
+    Object.assign(m, patch);
+    if (cfg.rerender) return renderAll();
+    const old = m.node, mark = old.nextElementSibling;
+    if (swapNode || (m.done && cfg.done === "after" && !(mark && mark.classList.contains("done-mark")))) {
+      const fresh = build(m);
+      old.replaceWith(fresh);
+      return;
+    }
+    setText(old, m.text);
+    if (m.done && cfg.done === "attr") old.dataset.done = "1";
+  }
+  function remove(m) {
+    msgs.splice(msgs.indexOf(m), 1);
+    if (cfg.rerender) return renderAll();
+    const mark = m.node.nextElementSibling;
+    if (mark && mark.classList.contains("done-mark")) mark.remove();
+    m.node.remove();
+  }
+  function setBusy(on) {
+    if (cfg.busy === "stop-button") stopBtn.hidden = !on;
+    if (cfg.busy === "typing") typing.hidden = !on;
+  }
+  function start(on) {
+    busy = on;
+    if (sendBtn) sendBtn.disabled = on;
+    setBusy(on);
+  }
+
+  async function load() {
+    msgs.length = 0;
+    log.replaceChildren();
+    if (cfg.welcome !== null) add({role: "bot", text: cfg.welcome, welcome: true, done: true});
+    const res = await fetch(`/api/c/${conv}`);
+    for (const m of (await res.json()).messages) add({role: m.role, text: m.text, done: true});
+    log.dataset.ready = "1";
+  }
+  const ready = load();
+
+  async function streamBubble(text, first) {
+    const wait = first ? cfg.first_token_ms : cfg.bubble_gap_ms;
+    let m = null;
+    if (!first && !cfg.busy_in_gaps) setBusy(false);
+    if (cfg.placeholder !== null) m = add({role: "bot", text: cfg.placeholder, done: false});
+    await sleep(wait);
+    if (aborted) return;
+    setBusy(true);
+    const parts = [];
+    const step = cfg.chunk_chars || text.length || 1;
+    for (let i = 0; i < text.length; i += step) parts.push(text.slice(i, i + step));
+    for (const [i, part] of parts.entries()) {
+      if (i) await sleep(cfg.chunk_ms);
+      if (aborted) return;
+      const shown = parts.slice(0, i + 1).join("");
+      if (!m) m = add({role: "bot", text: shown, done: false});
+      else update(m, {text: shown}, i === 0 && cfg.placeholder !== null && cfg.placeholder_replace === "node");
+    }
+    if (cfg.done !== "none") {
+      if (cfg.done_delay_ms) await sleep(cfg.done_delay_ms);
+      update(m, {done: true});
+    }
+  }
+
+  async function submit() {
+    const text = cfg.input === "contenteditable" ? box.innerText.replace(/\n$/, "") : box.value;
+    if (busy || !text.trim()) return;
+    start(true);
+    aborted = false;
+    if (cfg.input === "contenteditable") box.textContent = ""; else box.value = "";
+    await ready;
+    if (cfg.welcome_vanishes) for (const w of msgs.filter((m) => m.welcome)) remove(w);
+    if (cfg.user_echo_delay_ms) await sleep(cfg.user_echo_delay_ms);
+    add({role: "me", text, done: true});
+    const res = await fetch(`/api/c/${conv}/messages`, {method: "POST", headers: {"Content-Type": "application/json"},
+                                                       body: JSON.stringify({text})});
+    const reply = await res.json();
+    if (cfg.never_reply) {
+      if (cfg.placeholder !== null) add({role: "bot", text: cfg.placeholder, done: false});
+      return;  // busy forever
+    }
+    for (const [i, b] of reply.bubbles.entries()) {
+      await streamBubble(b, i === 0);
+      if (aborted) break;
+    }
+    if (reply.conversation) conv = reply.conversation;
+    start(false);
+  }
+
+  document.getElementById("composer").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
+  box.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
+  stopBtn.addEventListener("click", () => { aborted = true; start(false); });
+  document.getElementById("new-chat").addEventListener("click", async () => {
+    if (cfg.new_chat === "noop") return renderAll();
+    const {id} = await (await fetch("/api/new", {method: "POST"})).json();
+    if (cfg.new_chat_navigates) return location.assign(`/c/${id}`);
+    conv = id;
+    await load();
+  });
+})();
+</script>
+</body></html>
+"""

@@ -1,0 +1,188 @@
+"""Reply completion in real Chromium against the chat lab, one scenario a test.
+
+Each asserts the exact reply (text and bubble count) and the signal that ended the wait; the
+timeouts assert the error text and the screenshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drivers.base import ReplyTimeout
+from tests.support.chat_lab import ChatLab, LabScenario
+
+
+@pytest.fixture
+def lab() -> Iterator[ChatLab]:
+    with ChatLab() as lab:
+        yield lab
+
+
+def signal_is(signal: str, *parts: str) -> bool:
+    """The signal is exactly these parts, then the measured quiet window."""
+    return re.fullmatch(re.escape("+".join(parts)) + (r"\+" if parts else "") + r"stable\(\d+ms\)", signal) is not None
+
+
+def test_streamed_reply_with_busy_and_done_markers(harness, lab, tmp_path):
+    lab.scenario = LabScenario(chunk_chars=2, chunk_ms=40, busy="stop-button", done="attr")
+    [reply] = harness.chat(lab.profile(), tmp_path, ["hello there, lab"])
+    assert reply.bubbles == ["echo: hello there, lab"]
+    assert signal_is(reply.signal, "busy-gone", "done"), reply.signal
+
+
+def test_slow_first_token_while_busy_outlives_the_first_bubble_timeout(harness, lab, tmp_path):
+    lab.scenario = LabScenario(first_token_ms=2500, busy="typing")
+    profile = lab.profile(completion={"first_bubble_timeout_s": 1})
+    [reply] = harness.chat(profile, tmp_path, ["are you there?"])
+    assert reply.bubbles == ["echo: are you there?"]
+    assert signal_is(reply.signal, "busy-gone"), reply.signal
+    assert reply.seconds >= 2.5
+
+
+def test_slow_first_token_without_any_marker(harness, lab, tmp_path):
+    lab.scenario = LabScenario(first_token_ms=1500, busy="none", chunk_ms=30)
+    [reply] = harness.chat(lab.profile(completion={"quiet_ms": 700}), tmp_path, ["slowly"])
+    assert reply.bubbles == ["echo: slowly"]
+    assert signal_is(reply.signal), reply.signal
+
+
+def test_bubbles_with_pauses_and_no_busy_marker_between_them(harness, lab, tmp_path):
+    """Telegram-bot style: whole bubbles, 'typing' only while each is prepared, silence between."""
+    lab.scenario = LabScenario(bubbles=3, chunk_chars=0, bubble_gap_ms=600, busy="typing", busy_in_gaps=False)
+    profile = lab.profile(completion={"quiet_ms_with_markers": 1500})
+    [reply] = harness.chat(profile, tmp_path, ["tell me three things"])
+    assert reply.bubbles == [f"part {i} of 3: tell me three things" for i in (1, 2, 3)]
+    assert signal_is(reply.signal, "busy-gone"), reply.signal
+
+
+def test_busy_marker_kept_between_bubbles_needs_no_long_window(harness, lab, tmp_path):
+    lab.scenario = LabScenario(bubbles=2, bubble_gap_ms=500, busy="stop-button", busy_in_gaps=True, done="attr")
+    [reply] = harness.chat(lab.profile(), tmp_path, ["two please"])
+    assert reply.bubbles == ["part 1 of 2: two please", "part 2 of 2: two please"]
+    assert signal_is(reply.signal, "busy-gone", "done"), reply.signal
+
+
+def test_a_placeholder_after_a_finished_bubble_means_more_is_coming(harness, lab, tmp_path):
+    """Bubble 1 is done and no busy marker exists, but bubble 2's "Thinking…" shows it goes on."""
+    lab.scenario = LabScenario(bubbles=2, bubble_gap_ms=700, busy="none", done="attr", placeholder="Thinking…")
+    [reply] = harness.chat(lab.profile(), tmp_path, ["go on"])
+    assert reply.bubbles == ["part 1 of 2: go on", "part 2 of 2: go on"]
+    assert signal_is(reply.signal, "done", "placeholder-gone"), reply.signal
+
+
+def test_no_busy_marker_at_all_ends_on_a_long_quiet_window(harness, lab, tmp_path):
+    lab.scenario = LabScenario(busy="none", chunk_chars=3, chunk_ms=150)
+    [reply] = harness.chat(lab.profile(completion={"quiet_ms": 800}), tmp_path, ["stream it slowly"])
+    assert reply.bubbles == ["echo: stream it slowly"]
+    assert signal_is(reply.signal), reply.signal
+    assert int(re.search(r"\d+", reply.signal).group()) >= 800
+
+
+def test_busy_selector_that_never_matches_falls_back_to_the_long_window(harness, lab, tmp_path):
+    lab.scenario = LabScenario(busy="none", chunk_chars=3, chunk_ms=150)
+    profile = lab.profile(selectors={"busy": "#no-such-spinner"}, completion={"quiet_ms": 800})
+    [reply] = harness.chat(profile, tmp_path, ["stream it slowly"])
+    assert reply.bubbles == ["echo: stream it slowly"]
+    assert signal_is(reply.signal, "busy-unseen"), reply.signal
+
+
+def test_done_marker_that_comes_after_the_text_is_waited_for(harness, lab, tmp_path):
+    lab.scenario = LabScenario(busy="none", done="attr", done_delay_ms=900)
+    [reply] = harness.chat(lab.profile(), tmp_path, ["wait for done"])
+    assert reply.bubbles == ["echo: wait for done"]
+    assert signal_is(reply.signal, "done"), reply.signal
+    assert reply.seconds >= 0.9
+
+
+def test_done_marker_after_each_bubble(harness, lab, tmp_path):
+    lab.scenario = LabScenario(bubbles=2, bubble_gap_ms=300, busy="stop-button", done="after")
+    [first, second] = harness.chat(lab.profile(), tmp_path, ["one", "two"])
+    assert first.bubbles == ["part 1 of 2: one", "part 2 of 2: one"]
+    assert second.bubbles == ["part 1 of 2: two", "part 2 of 2: two"]
+    assert signal_is(second.signal, "busy-gone", "done"), second.signal
+
+
+def test_done_marker_on_the_container_of_the_text(harness, lab, tmp_path):
+    lab.scenario = LabScenario(text_span=True, busy="none", done="attr", done_delay_ms=700)
+    profile = lab.profile(selectors={"assistant_message": "#log .bubble.bot .text", "user_message": "#log .bubble.me .text"})
+    [reply] = harness.chat(profile, tmp_path, ["nested"])
+    assert reply.bubbles == ["echo: nested"]
+    assert signal_is(reply.signal, "done"), reply.signal
+    assert reply.seconds >= 0.7
+
+
+@pytest.mark.parametrize("placeholder,replace", [("Thinking…", "text"), ("…", "node"), ("", "text")])
+def test_placeholder_bubbles_are_never_the_reply(harness, lab, tmp_path, placeholder, replace):
+    lab.scenario = LabScenario(first_token_ms=800, busy="none", placeholder=placeholder, placeholder_replace=replace)
+    [reply] = harness.chat(lab.profile(completion={"quiet_ms": 500}), tmp_path, ["hi"])
+    assert reply.bubbles == ["echo: hi"]
+    assert signal_is(reply.signal, "placeholder-gone"), reply.signal
+
+
+def test_markers_that_come_and_go_between_two_polls_are_still_seen(harness, lab, tmp_path):
+    """Polls every 2 s; the busy marker and the placeholder live 0.4 s: the page's observer sees them."""
+    lab.scenario = LabScenario(first_token_ms=400, chunk_chars=0, busy="typing", placeholder="Thinking…",
+                               user_echo_delay_ms=300)
+    profile = lab.profile(completion={"poll_ms": 2000, "quiet_ms": 500})
+    [reply] = harness.chat(profile, tmp_path, ["quick"])
+    assert reply.bubbles == ["echo: quick"]
+    assert signal_is(reply.signal, "busy-gone", "placeholder-gone"), reply.signal
+
+
+@pytest.mark.parametrize("user_selector", [True, False], ids=["anchored-on-our-bubble", "no-user-selector"])
+@pytest.mark.parametrize("vanishes", [False, True], ids=["welcome-stays", "welcome-vanishes"])
+def test_the_welcome_bubble_is_never_a_reply(harness, lab, tmp_path, user_selector, vanishes):
+    lab.scenario = LabScenario(welcome="Hello! Ask me anything.", welcome_vanishes=vanishes, done="attr")
+    profile = lab.profile(selectors={"ignore": None, **({} if user_selector else {"user_message": None})})
+    first, second = harness.chat(profile, tmp_path, ["first", "second"])
+    assert first.bubbles == ["echo: first"]
+    assert second.bubbles == ["echo: second"]
+
+
+@pytest.mark.parametrize("user_selector", [True, False], ids=["anchored-on-our-bubble", "no-user-selector"])
+def test_a_list_re_rendered_on_every_change(harness, lab, tmp_path, user_selector):
+    lab.scenario = LabScenario(rerender=True, welcome="Hi!", busy="stop-button", done="attr", chunk_chars=3)
+    profile = lab.profile(selectors={} if user_selector else {"user_message": None})
+    replies = harness.chat(profile, tmp_path, ["first", "second", "first"])
+    assert [r.bubbles for r in replies] == [["echo: first"], ["echo: second"], ["echo: first"]]
+    assert signal_is(replies[-1].signal, "busy-gone", "done"), replies[-1].signal
+
+
+def test_a_reply_that_never_comes_times_out_with_a_screenshot(harness, lab, tmp_path):
+    lab.scenario = LabScenario(never_reply=True, busy="stop-button", placeholder="Thinking…")
+    with pytest.raises(ReplyTimeout) as caught:
+        harness.chat(lab.profile(completion={"timeout_s": 2}), tmp_path, ["anyone?"])
+    message = str(caught.value)
+    assert message.startswith("no complete reply (turn 1): reply not started (only placeholders or a busy marker)")
+    assert "(limit 2 s)" in message and "busy marker visible" in message and "a placeholder still shown" in message
+    assert caught.value.screenshot is not None and caught.value.screenshot.is_file()
+    assert caught.value.screenshot.parent == tmp_path and f"(screenshot: {caught.value.screenshot})" in message
+
+
+def test_nothing_at_all_fails_at_the_first_bubble_timeout(harness, lab, tmp_path):
+    lab.scenario = LabScenario(never_reply=True, busy="none")
+    with pytest.raises(ReplyTimeout) as caught:
+        harness.chat(lab.profile(completion={"first_bubble_timeout_s": 1.5}), tmp_path, ["hello?"])
+    assert str(caught.value).startswith("no complete reply (turn 1): no reply bubble after 2 s (limit 1.5 s)")
+    assert caught.value.screenshot is not None and caught.value.screenshot.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("method", ["fill", "type"])
+def test_contenteditable_input_with_enter_to_send_keeps_lines_in_one_message(harness, lab, tmp_path, method):
+    lab.scenario = LabScenario(input="contenteditable", send_button=False)
+    profile = lab.profile(input_method=method)
+    [reply] = harness.chat(profile, tmp_path, ["line one\nline two"])
+    assert lab.received == ["line one\nline two"]
+    assert reply.bubbles == ["echo: line one\nline two"]
+
+
+def test_the_signal_is_logged_at_info(harness, lab, tmp_path, caplog):
+    lab.scenario = LabScenario(busy="stop-button", done="attr")
+    with caplog.at_level(logging.INFO, logger="drivers.generic"):
+        [reply] = harness.chat(lab.profile(), tmp_path, ["log it"])
+    assert f"turn 1: reply complete, 1 bubble(s), signal {reply.signal}" in caplog.text
