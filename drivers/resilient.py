@@ -163,9 +163,9 @@ class ResilientDriver(ChatDriver):
         await self._sleep(seconds)
 
     def _give_up(self, what: str, last: Exception | None) -> DriverError:
-        detail = _first_line(last) if last else "no error recorded"
-        return DriverError(f"could not {what} after {self.recovery.attempts} attempts; last error: {detail}. "
-                           f"The state is saved: run the same command again to continue")
+        detail = str(last).strip() if last else f"could not {what}"
+        return DriverError(f"{detail} (gave up after {self.recovery.attempts} attempt(s) to {what}; the state is "
+                           f"saved: run the same command again to continue)")
 
     def _event(self, message: str) -> None:
         log.warning("agent chat: %s", message)

@@ -188,7 +188,9 @@ def test_a_chat_that_keeps_failing_stops_with_a_clear_error(tmp_path):
         with pytest.raises(DriverError) as err:
             await chat.driver.send("Hello?")
         message = str(err.value)
-        assert "after 3 attempts" in message and "Error: HTTP 500" in message and "run the same command again" in message
+        assert message.startswith("the chat shows an error instead of a reply") and "'Error: HTTP 500'" in message
+        assert "gave up after 3 attempt(s) to send a message and get its reply" in message
+        assert "run the same command again" in message
         assert chat.received() == [] and len(chat.waits) == 2 and chat.waits[1] > chat.waits[0]
 
     in_chat(body, tmp_path, attempts=3)

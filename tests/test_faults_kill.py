@@ -203,7 +203,7 @@ def test_a_whole_run_rides_out_a_sick_chat_or_stops_resumable(reference, tmp_pat
     code, err = finish(start(config, {DEMO_FAULTS_ENV: json.dumps(sick)}))
     state = results.state()
     assert code == 1 and state["status"] == "failed" and state["pending"] is not None
-    assert "could not send a message and get its reply after 4 attempts" in state["error"]
+    assert "gave up after 4 attempt(s) to send a message and get its reply" in state["error"]
     assert "run the same command again" in state["error"] and results.agent_received() == []
 
     better = {"token_delay_s": 0.025, "error_next": 1, "rate_limit_next": 1, "rate_limit_retry_s": 0.5, "drop_next": 2}
