@@ -23,11 +23,13 @@ _PRELUDE = r"""
 globalThis.__outbox = []; globalThis.__pending = new Map(); globalThis.__done = null; let __next = 1;
 function __call(name, args) {
   const id = __next++;
-  return new Promise((resolve, reject) => { __pending.set(id, {resolve, reject}); __outbox.push([id, name, args]); });
+  const err = new Error("");  // made here, where the block called, so a failure names the block's line
+  return new Promise((resolve, reject) => { __pending.set(id, {resolve, reject, err}); __outbox.push([id, name, args]); });
 }
 function __settle(id, ok, payload) {
   const p = __pending.get(id); __pending.delete(id);
-  const v = JSON.parse(payload); ok ? p.resolve(v) : p.reject(new Error(String(v)));
+  const v = JSON.parse(payload);
+  if (ok) { p.resolve(v); } else { p.err.message = String(v); p.reject(p.err); }
 }
 globalThis.bench = Object.freeze({
   newSession: () => __call("newSession", []),
@@ -38,6 +40,8 @@ globalThis.console = Object.freeze({ log: (...a) => { __outbox.push([0, "log", a
 _WRAP_HEAD = "(async () => {\n"
 _WRAP_TAIL = "\n})().then(() => { __done = {ok: true}; }, e => { __done = {ok: false, error: String(e && e.stack ? e + '\\n' + e.stack : e)}; });"
 _LINE = re.compile(r"<input>:(\d+)")
+_FRAME = re.compile(r"at (\S+) \(<input>:(\d+)\)")
+_PRELUDE_FRAMES = {"__call", "__settle", *BENCH_METHODS}
 
 
 class ScriptError(Exception):
@@ -70,7 +74,11 @@ Handler = Callable[..., Awaitable[Any]]
 
 
 def _line_in_block(message: str) -> int | None:
-    """Line of the error inside the user's block: the innermost frame, less the wrapper's first line."""
+    """Line of the error inside the user's block: the innermost frame of the block's own code (a failed
+    bench call carries the prelude's frames first), less the wrapper's first line."""
+    for name, line in _FRAME.findall(message):
+        if name not in _PRELUDE_FRAMES:
+            return int(line) - 1
     m = _LINE.search(message)
     return int(m.group(1)) - 1 if m else None
 

@@ -131,10 +131,13 @@ def test_a_slow_reply_is_just_waited_for(tmp_path):
 
 async def _mid_reply(chat: Chat, text: str, hit: Callable[[], Awaitable[object]]) -> str:
     """Send `text`; once the agent has it and is still replying, `hit` the page."""
-    chat.faults.slow_s = 1.5
+    chat.faults.slow_s = 3
     sending = asyncio.create_task(chat.driver.send(text))
-    await chat.page.locator(".msg.user").filter(has_text=text).wait_for()
-    await chat.page.locator("button#stop").wait_for(state="visible")
+    for _ in range(1000):  # the agent has the message once its memory does; it then thinks for slow_s
+        if text in chat.received():
+            break
+        await asyncio.sleep(0.01)
+    assert not sending.done() and text in chat.received()
     await hit()
     reply = await sending
     chat.faults.slow_s = 0

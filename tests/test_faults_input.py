@@ -1,6 +1,6 @@
 """Bad input through the real CLI: a clear file:line, a non-zero exit, nothing started, nothing
-recorded lost. Static problems stop `mmb run` before it starts; JS that fails only at run time stops
-the run with its file:line, and the run resumes once the file is fixed."""
+recorded lost. Static problems, JS blocks that throw, loop or grow when played among them, stop
+`mmb run` before it starts (JS failing only against the real agent: test_faults_kill.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from persona.crashpoints import ENV as CRASH_ENV
 from tests.conftest import DEMO_BENCH, mmb
 from tests.support.runs import play, scores
 
+ANCHOR = 'bench.log("running facts start");'
 GOOD = """// a config
 {
   "results_dir": "results",
@@ -61,6 +62,11 @@ def edit(path: Path, old: str, new: str) -> None:
     ("bench/benchmark.json", '"language": "en",', '"language": ["en"],', "benchmark.json:4: language: Input should be a valid string"),
     ("bench/chapter2.md", "## Before lunch", "## Before lunch \udcff", "chapter2.md:17: not UTF-8 text (byte 0xff)"),
     ("bench/chapter1.md", 'bench.log("running facts start");', 'bench.log("running facts start"', "chapter1.md:16: JS block does not compile"),
+    *[("bench/chapter1.md", ANCHOR, ANCHOR + "\n" + code, f"chapter1.md:16: JS block of phase 'Running' fails when played: {why}")
+      for code, why in [('if (!vars.fixed) throw new Error("boom");', "Error: boom"),
+                        ("vars.list.push(1);", "TypeError: cannot read property 'push' of undefined"),
+                        ("let n = 0; while (true) { n++; }", "time limit exceeded"),
+                        ('const a = []; while (true) a.push("grow " + a.length);', "memory limit exceeded")]],
     ("bench/benchmark.json", '"running.md"', '"runing.md"', "runing.md: file not found"),
     ("bench/chapter2.md", "❓ d9 [absent]", "❓ d1 [absent]", "chapter2.md:22: check id d1 repeats"),
 ])
@@ -126,35 +132,6 @@ def scores_of(state: dict) -> list:
     return [(e["check_id"], e["score"], e["second_attempt"]) for e in state["evaluations"]]
 
 
-def test_js_that_fails_only_at_run_time_stops_with_file_and_line_and_resumes_after_the_fix(folder, reference):
-    chapter, config = folder / "bench" / "chapter1.md", str(folder / "config.jsonc")
-    good = chapter.read_text()
-    anchor = 'bench.log("running facts start");'
-    failures = [
-        ('if (!vars.fixed) throw new Error("boom");', "chapter1.md:16: JS block of phase 'Running' failed: Error: boom"),
-        ("vars.list.push(1);", "chapter1.md:16: JS block of phase 'Running' failed: TypeError"),
-        ("let n = 0;\nwhile (true) { n++; }", "chapter1.md:14: JS block of phase 'Running' failed: time limit exceeded"),
-        ('const a = [];\nwhile (true) a.push("grow " + a.length);',
-         "chapter1.md:14: JS block of phase 'Running' failed: memory limit exceeded"),
-    ]
-    for code, expected in failures:
-        chapter.write_text(good.replace(anchor, anchor + "\n" + code))
-        assert cli("validate", str(folder / "bench"))[0] == 0, "none of these can be seen before running"
-        run = mmb("run", "-c", config)
-        assert run.returncode == 1 and expected in run.stdout, run.stdout + run.stderr
-        state = state_of(folder)
-        assert state["status"] == "failed" and expected in state["error"] and state["phase"] == 0
-    graded_before = scores_of(state)
-    chapter.write_text(good)
-    fixed = mmb("run", "-c", config)
-    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    state = state_of(folder)
-    assert state["status"] == "finished" and [tuple(x) for x in scores_of(state)] == reference
-    assert scores_of(state)[: len(graded_before)] == graded_before
-    report = (folder / "results" / "report.md").read_text()
-    assert report.count("- **Status:** failed: ") == len(failures) and report.count("- **Status:** finished") == 1
-
-
 def test_an_unreadable_state_stops_only_its_own_run_and_is_left_as_it_was(folder):
     (folder / "config.jsonc").write_text(GOOD.replace(
         '{"id": "a", "benchmark": "bench", "agent": {"driver": "oracle"}},',
@@ -167,3 +144,17 @@ def test_an_unreadable_state_stops_only_its_own_run_and_is_left_as_it_was(folder
     assert code == 1 and "[a] not started:" in output and "state.json is unreadable" in output, output
     assert "[b] finished" in output and state_of(folder, "b")["status"] == "finished"
     assert torn.read_bytes() == b'{"schema_version": 1, "run_id": "a", "mess'
+
+
+def test_a_failed_bench_call_is_reported_at_the_blocks_line():
+    """The rejection is made where the block called bench.*, not in the bridge's own code."""
+    import asyncio
+
+    from persona.scenario_js import ScriptError, run_block
+
+    async def no_new_chat() -> None:
+        raise RuntimeError("no New-chat button")
+
+    with pytest.raises(ScriptError) as err:
+        asyncio.run(run_block('vars.a = 1;\nbench.log("x");\n\nawait bench.newSession();', {}, {"newSession": no_new_chat}))
+    assert err.value.line == 4 and "no New-chat button" in err.value.message

@@ -215,3 +215,30 @@ def test_a_whole_run_rides_out_a_sick_chat_or_stops_resumable(reference, tmp_pat
     notes = "\n".join(state["log"])
     for sign in ("Error: HTTP 500", "rate limited", "no complete reply", "connection closed", "in the chat after all"):
         assert sign in notes, notes
+
+
+def test_a_phase_block_failing_at_run_time_stops_with_its_line_and_resumes_after_the_fix(reference, tmp_path):
+    """`await bench.newSession()` can only fail against the real chat (here: no such New-chat button):
+    the run stops at the block's file:line, resumable; with the config fixed it ends like the reference."""
+    config = tmp_path / "config.jsonc"
+    results = Results(tmp_path / "results", tmp_path / "results" / "demo")
+
+    def write(run: dict) -> None:
+        config.write_text(json.dumps({"results_dir": str(tmp_path / "results"), "runs": [run], **ENGINE}))
+
+    write(demo_run(selectors={"new_chat": "button#no-such-button"}, recovery={"attempts": 1}))
+    code, err = finish(start(config, {}))
+    state = results.state()
+    assert code == 1 and state["status"] == "failed", err
+    assert state["error"].startswith("chapter2.md:7: JS block of phase 'The next morning' failed: ") \
+        or "/chapter2.md:7: JS block of phase 'The next morning' failed: " in state["error"], state["error"]
+    assert "button#no-such-button" in state["error"] and state["phase"] == 2
+    graded = [_evaluation(e) for e in state["evaluations"]]
+
+    write(demo_run())
+    code, err = finish(start(config, {}))
+    assert code == 0, err
+    state = results.state()
+    assert [_evaluation(e) for e in state["evaluations"]] == [_evaluation(e) for e in reference.state()["evaluations"]]
+    assert [_evaluation(e) for e in state["evaluations"]][: len(graded)] == graded
+    assert results.agent_received() == reference.agent_received()
