@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from persona.cli import app
 from persona.crashpoints import ENV as CRASH_ENV
 from tests.conftest import DEMO_BENCH, mmb
-from tests.support.runs import play, scores
+from tests.support.play import play, scores
 
 ANCHOR = 'bench.log("running facts start");'
 GOOD = """// a config

@@ -15,7 +15,7 @@ from persona.llm import OpenAIPersona
 from persona.loop import EMPTY_TURN_NUDGE
 from tests.conftest import DEMO_BENCH
 from tests.support.openai_server import OpenAICompatServer, Responder, scripted_responder
-from tests.support.runs import play, scores
+from tests.support.play import play, scores
 
 HELLO = [{"role": "user", "content": "hi"}]
 SAY = {"content": "Hello there"}
