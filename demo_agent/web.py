@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from demo_agent.brain import NOTICE_TEXT, Brain
+from demo_agent.faults import RATE_LIMIT_TEXT, Faults
 
 CHUNK_CHARS = 4
 MAX_BODY = 1_000_000
@@ -88,7 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
             conv_id = self.app.brain.new_conversation()
             self._send(HTTPStatus.FOUND, b"", "text/plain", {"Location": f"/c/{conv_id}"})
         elif _CONV_RE.match(path):
-            self._send(HTTPStatus.OK, _static("index.html"), "text/html; charset=utf-8")
+            cookie = self.app.faults.set_cookie
+            headers = {"Set-Cookie": f"demomind_session={cookie}; Path=/; HttpOnly; SameSite=Lax"} if cookie else None
+            self._send(HTTPStatus.OK, _static("index.html"), "text/html; charset=utf-8", headers)
         elif path in _STATIC:
             name, ctype = _STATIC[path]
             self._send(HTTPStatus.OK, _static(name), ctype)
@@ -124,8 +128,21 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             self._error(HTTPStatus.BAD_REQUEST, 'expected JSON {"text": "..."} with non-empty text')
             return
+        faults = self.app.faults
+        if faults.take("error_next"):
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "the model backend failed (injected fault)")
+            return
+        if faults.take("hang_next"):
+            self.app._stopping.wait(600)  # until the server stops; the browser gives up first
+            self.close_connection = True
+            return
+        if faults.take("rate_limit_next"):
+            self._stream([RATE_LIMIT_TEXT.format(seconds=faults.rate_limit_retry_s)], False)
+            return
+        drop = faults.take("drop_next")
         reply = self.app.brain.reply(m.group(1), text)  # saved before the first byte is sent
-        self._stream(reply.bubbles, reply.compacted)
+        self._sleep(faults.slow_s)
+        self._stream(reply.bubbles, reply.compacted, drop=drop)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -133,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ValueError("body too large")
         return self.rfile.read(length) if length else b""
 
-    def _stream(self, bubbles: list[str], compacted: bool) -> None:
+    def _stream(self, bubbles: list[str], compacted: bool, drop: bool = False) -> None:
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
@@ -141,6 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         app = self.app
+        token_delay = app.token_delay_s if app.faults.token_delay_s is None else app.faults.token_delay_s
         try:
             if compacted:
                 self._event("notice", {"kind": "compaction", "text": NOTICE_TEXT})
@@ -149,8 +167,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._sleep(app.think_delay_s)
                 for j, chunk in enumerate(_chunks(bubble)):
                     if j:
-                        self._sleep(app.token_delay_s)
+                        self._sleep(token_delay)
                     self._event("chunk", {"index": i, "text": chunk})
+                    if drop:
+                        self.connection.shutdown(socket.SHUT_RDWR)  # mid-stream, as a proxy timing out would
+                        return
                 self._event("bubble_done", {"index": i, "text": bubble})
             self._event("done", {"bubbles": len(bubbles), "compacted": compacted})
         except _ClientGone:
@@ -176,8 +197,10 @@ class DemoChatServer:
         token_delay_s: float = 0.004,
         think_delay_s: float = 0.05,
         context_messages: int = 40,
+        faults: Faults | None = None,
     ) -> None:
         self.brain = Brain(data_dir, context_messages=context_messages)
+        self.faults = faults if faults is not None else Faults.from_env()
         self.token_delay_s = token_delay_s
         self.think_delay_s = think_delay_s
         self._stopping = threading.Event()

@@ -40,6 +40,18 @@ class ReplyTimeout(DriverError):
     pass
 
 
+class AgentErrorReply(DriverError):
+    """The chat showed an error (an error bubble, a failed request) where the reply should be."""
+
+    def __init__(self, message: str, *, text: str, screenshot: Path | None = None):
+        self.text = text
+        super().__init__(message, screenshot=screenshot)
+
+
+class RateLimited(AgentErrorReply):
+    """The chat said to slow down ("rate limit reached, try again in 20 s"); `text` says how long."""
+
+
 OnSent = Callable[[], Awaitable[None]]
 
 

@@ -12,8 +12,10 @@ PROFILE = Profile(
         busy="button#stop",
         done="[data-done='1']",
         ignore=".welcome, .placeholder",
-        notice=".msg.notice",
+        notice=".msg.notice.compaction",
         new_chat="button#new-chat",
+        error=".msg.notice.error",
+        ready="#messages[data-ready='1']",
     ),
     completion=Completion(first_bubble_timeout_s=30, timeout_s=120),
 )

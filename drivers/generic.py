@@ -8,6 +8,7 @@ selector, with a screenshot of the page as it was.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import re
@@ -19,7 +20,7 @@ from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from .base import ChatDriver, DriverError, OnSent, Reply, ReplyTimeout, SessionInfo
+from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SessionInfo
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
@@ -56,6 +57,7 @@ class PlaywrightDriver(ChatDriver):
         self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=secrets)
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
+        self._crashed = False
         self._session_index = 0
         self._turn = 0
 
@@ -65,14 +67,20 @@ class PlaywrightDriver(ChatDriver):
         self._session_index = session_index
         if self.page is None:
             await self.tracer.start(session_index)
+        if self.page is None or self.page.is_closed() or self._crashed:  # first open, or after a crash
+            if self.page is not None and not self.page.is_closed():
+                with contextlib.suppress(PlaywrightError):
+                    await self.page.close()  # the crashed page: its renderer is gone
+            self._crashed = False
             # A persistent profile opens with a blank tab: use it rather than leave it beside ours.
-            blank = [p for p in self.context.pages if p.url in ("about:blank", "")]
+            blank = [p for p in self.context.pages if p.url in ("about:blank", "") and not p.is_closed()]
             try:
                 self.page = blank[0] if blank else await self.context.new_page()
             except PlaywrightError as e:
                 raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
             if self._sel.dismiss:  # Playwright clicks it away before any action it would block
                 await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
+            self.page.on("crash", self._on_crash)
         url = urljoin(self.base_url, session_url) if session_url else self.base_url
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
@@ -80,6 +88,10 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"cannot open the chat at {url}: {str(e).splitlines()[0]}") from None
         await self._wait_ready()
         return SessionInfo(url=self.session_url)
+
+    def _on_crash(self, page: Page) -> None:
+        log.warning("the chat page crashed")
+        self._crashed = True
 
     async def close(self, failed: bool = False) -> list[Path]:
         """Traces first (they need the open context), then the video, written once the context closed."""
@@ -162,8 +174,22 @@ class PlaywrightDriver(ChatDriver):
         outcome = await watch.wait()
         if isinstance(outcome, WaitFailure):
             raise await self._error(f"no complete reply ({step}): {outcome.describe()}", ReplyTimeout)
+        if outcome.error is not None:
+            raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
+        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        if self._rate_limited(reply.text):
+            raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
         log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
-        return Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        return reply
+
+    def _rate_limited(self, text: str) -> bool:
+        return any(re.search(p, text, re.IGNORECASE) for p in self.profile.completion.rate_limit_patterns)
+
+    async def _agent_error(self, text: str, what: str) -> AgentErrorReply:
+        """An error shown where the reply should be; RateLimited when it says to slow down."""
+        kind = RateLimited if self._rate_limited(text) else AgentErrorReply
+        err = await self._error(f"{what}: {text[:300]!r}")
+        return kind(str(err), text=text)
 
     async def _type(self, text: str) -> None:
         box = self._page().locator(self._sel.input).filter(visible=True).first
@@ -299,6 +325,9 @@ class PlaywrightDriver(ChatDriver):
         try:
             await self._page().locator(self._sel.input).filter(visible=True).first.wait_for(
                 state="visible", timeout=self.profile.ready_timeout_s * 1000)
+            if self._sel.ready:  # the history is rendered: a restart may now look for its own message
+                await self._page().locator(self._sel.ready).first.wait_for(
+                    state="attached", timeout=self.profile.ready_timeout_s * 1000)
         except PlaywrightTimeout:
             raise await self._error(
                 f"input selector {self._sel.input!r} matched nothing visible at {self._page().url} "

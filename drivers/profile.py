@@ -31,6 +31,8 @@ class Selectors(BaseModel):
     new_chat: str | None = Field(None, description="Starts a new chat")
     new_chat_confirm: str | None = Field(None, description="Confirms the new chat dialog, if the UI asks")
     dismiss: str | None = Field(None, description="Clicked whenever it shows up over the chat: what's-new dialogs, banners")
+    error: str | None = Field(None, description="Shown instead of a reply when the agent fails (error bubble, toast)")
+    ready: str | None = Field(None, description="Present once the chat has rendered its history (else: the input)")
 
 
 class Completion(BaseModel):
@@ -48,6 +50,11 @@ class Completion(BaseModel):
     placeholder_patterns: list[str] = Field(
         [r"^\s*$", r"^(…|\.\.\.|\.\.)$", r"^(Thinking|Typing|Loading)\b.{0,3}$"],
         description="Bubble texts (JS regexes, case-insensitive) that are placeholders, not replies",
+    )
+    rate_limit_patterns: list[str] = Field(
+        [r"^\W*(rate.?limit|too many (requests|messages)|you('re| are) sending messages too (fast|quickly)|"
+         r"quota exceeded|slow down)"],
+        description="Reply or error texts (Python regexes, case-insensitive, searched) that mean: wait, then resend",
     )
     placeholder_means_busy: bool = Field(
         True, description="A placeholder shown after the last real bubble means the reply goes on")

@@ -91,7 +91,7 @@ WATCH_JS = r"""
     for (const w of Object.values(W)) if (w.observer) w.observer.disconnect();
     for (const k of Object.keys(W)) delete W[k];
     const before = candidates();
-    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done]) for (const el of all(s)) el.setAttribute(SEEN, "1");
+    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error]) for (const el of all(s)) el.setAttribute(SEEN, "1");
     const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false,
                before: before.filter((el) => !(cfg.ignore && el.closest(cfg.ignore))).map(textOf),
                marked: mark ? before.length : 0, marking: !!mark, observer: null};
@@ -109,6 +109,16 @@ WATCH_JS = r"""
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { if (w.observer) w.observer.disconnect(); delete W[cfg.token]; return true; }
 
+  // An error shown where the reply should be (a new one, after our message) ends the wait at once.
+  if (cfg.error && op !== "diagnose") {
+    const users = cfg.user ? all(cfg.user) : [];
+    const ours = users.length > cfg.usersBefore ? users[users.length - 1] : null;
+    const errors = all(cfg.error).filter((el) => visible(el) && !el.hasAttribute(SEEN) && (!ours || after(ours, el)));
+    if (errors.length) {
+      if (op === "check") { if (w.observer) w.observer.disconnect(); delete W[cfg.token]; }
+      return {error: textOf(errors[errors.length - 1]) || "(an empty error)", bubbles: [], signal: "error", notices: []};
+    }
+  }
   const seen = assess(w);
   if (seen === null) {
     return op !== "diagnose" ? false : {stage: "our message is not shown", busy: busyNow(), busySeen: !!w.busySeen,
@@ -158,6 +168,7 @@ class Watched:
     bubbles: list[str]
     signal: str
     notices: list[str] = field(default_factory=list)
+    error: str | None = None  # the text of an error the chat showed instead of a reply
 
 
 @dataclass
@@ -189,7 +200,7 @@ class ReplyWatch:
         self.cfg = {
             "token": next(_tokens), "assistant": sel.assistant_message, "user": sel.user_message,
             "usersBefore": users_before, "busy": sel.busy, "done": sel.done, "ignore": sel.ignore,
-            "strip": sel.strip, "notice": sel.notice, "placeholders": c.placeholder_patterns,
+            "strip": sel.strip, "notice": sel.notice, "error": sel.error, "placeholders": c.placeholder_patterns,
             "placeholderBusy": c.placeholder_means_busy, "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers,
             "mark": False,
         }
@@ -222,4 +233,5 @@ class ReplyWatch:
             return WaitFailure(stage=f"{state['stage']} after {waited:.0f} s (limit {limit:g} s)",
                                waited_s=waited, state=state)
         result = await handle.json_value()
-        return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"])
+        return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
+                       error=result.get("error"))

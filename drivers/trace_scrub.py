@@ -3,7 +3,8 @@
 A trace of a logged-in chat would carry the session cookie (and, if the page shows one, a token)
 to wherever the trace is shared. `scrub_trace` rewrites a trace in place: the values of cookie and
 credential headers and of all recorded cookies become "[redacted]", and any known secret value
-(those of the login's storage state) is replaced wherever it appears in the trace's text.
+(those of the login's storage state, what the agent's page stored in this context, and keys registered
+in persona.secrets) is replaced wherever it appears in the trace's text.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from playwright.async_api import BrowserContext
+from playwright.async_api import Error as PlaywrightError
 
 REDACTED = "[redacted]"
 SENSITIVE_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization", "x-api-key",
@@ -82,3 +86,14 @@ def scrub_trace(path: Path, secrets: Iterable[str] = ()) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+async def storage_secrets(context: BrowserContext) -> list[str]:
+    """Cookie and local-storage values the agent's page set in this context: its session, when logged in."""
+    try:
+        state = await context.storage_state()
+    except PlaywrightError:
+        return []  # the context is gone; header and cookie masking still apply
+    values = [c.get("value", "") for c in state.get("cookies", [])]
+    values += [item.get("value", "") for origin in state.get("origins", []) for item in origin.get("localStorage", [])]
+    return [v for v in values if len(v) >= MIN_SECRET_LEN]

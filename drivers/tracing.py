@@ -12,7 +12,9 @@ from typing import Literal
 
 from playwright.async_api import BrowserContext
 
-from .trace_scrub import scrub_trace
+from persona.secrets import known_secrets
+
+from .trace_scrub import scrub_trace, storage_secrets
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,9 @@ class SessionTracer:
     async def _stop_chunk(self) -> None:
         await self.end_group()
         if self._chunk is not None:
+            stored = await storage_secrets(self.context)  # read while the context still holds them
             await self.context.tracing.stop_chunk(path=str(self._chunk))
-            scrub_trace(self._chunk, self.secrets)
+            scrub_trace(self._chunk, (*self.secrets, *stored, *known_secrets()))
             self.files.append(self._chunk)
             self._chunk = None
 

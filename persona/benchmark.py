@@ -15,6 +15,7 @@ from .facts import FactFile, fact_file_name, load_fact_file
 from .jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
 from .phases import Check, Phase, split_chapter, stray_directives
 from .scenario_js import compile_check
+from .textfile import read_user_text
 from .script_check import PhasePlay, play_scripts
 
 MANIFEST = "benchmark.json"
@@ -103,7 +104,10 @@ def load_benchmark(root: Path) -> Benchmark:
 
     instructions = ""
     if (root / manifest.instructions).is_file():
-        instructions = (root / manifest.instructions).read_text(encoding="utf-8").strip()
+        try:
+            instructions = read_user_text(root / manifest.instructions, show(manifest.instructions)).strip()
+        except InputError as e:
+            problems += e.problems
     else:
         problems.append(at(f"instructions file {manifest.instructions} not found", "instructions"))
 
@@ -128,7 +132,12 @@ def load_benchmark(root: Path) -> Benchmark:
         if not path.is_file():
             problems.append(at(f"chapter {chapter} not found", "chapters", i))
             continue
-        chapter_phases, chapter_problems = split_chapter(path.read_text(encoding="utf-8"), show(chapter), len(phases))
+        try:
+            text = read_user_text(path, show(chapter))
+        except InputError as e:
+            problems += e.problems
+            continue
+        chapter_phases, chapter_problems = split_chapter(text, show(chapter), len(phases))
         phases += chapter_phases
         problems += chapter_problems
 

@@ -8,10 +8,11 @@ in the chat and, if it is there, waits for its reply instead of sending it again
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from drivers.base import ChatDriver, Reply
 
+from .crashpoints import crash_point
 from .state import AgentNotice, AgentSession, Exchange, PendingSend, RunState, RunStore
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,10 @@ class AgentChannel:
         self.state.pending = PendingSend(text=text, turn=self.state.turn + 1,
                                          user_messages_before=await self.driver.user_message_count())
         self.save()
-        return await self.driver.send(text, on_sent=self._mark_sent)
+        crash_point("send.typing")
+        reply = await self.driver.send(text, on_sent=self._mark_sent)
+        crash_point("reply.received")
+        return reply
 
     async def resume_pending(self) -> Reply:
         """Finish the message a restart interrupted: collect its reply, or send it if it never left."""
@@ -46,6 +50,7 @@ class AgentChannel:
         assert pending is not None
         reply = await self.driver.recover(pending.text, pending.user_messages_before)
         if reply is not None:
+            crash_point("reply.received")
             return reply
         if pending.status == "sent":
             log.warning("resume: the chat does not show the message sent before the restart; sending it again")
@@ -71,6 +76,7 @@ class AgentChannel:
                 and last.opened_in_phase == phase:
             return
         info = await self.driver.new_session()
+        crash_point("session.opened")
         self.state.sessions.append(AgentSession(index=len(self.state.sessions), url=info.url,
                                                 started_turn=self.state.turn, reason="newSession",
                                                 reset_sign=info.reset_sign, opened_in_phase=phase))
@@ -80,6 +86,5 @@ class AgentChannel:
         if self.state.pending is not None:
             self.state.pending.status = "sent"
             self.save()
+            crash_point("send.sent")
 
-
-OnReply = Callable[[str, Reply], Awaitable[None]]

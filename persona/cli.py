@@ -14,6 +14,7 @@ import typer
 from .benchmark import load_benchmark, manifest_schema
 from .config import BrowserConfig, Config, load_config
 from .errors import InputError, RunError
+from .secrets import RedactingFilter
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="MarathonMemBench: test an AI agent's long-term memory through its chat UI.")
@@ -31,6 +32,7 @@ def _console_logging(verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    handler.addFilter(RedactingFilter())
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.DEBUG if verbose else logging.INFO)
 

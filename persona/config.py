@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from drivers.recovery import Recovery
+
 from .errors import InputError, Problem
 from .jsonc import line_of, load_jsonc, pydantic_problems
 
@@ -28,6 +30,8 @@ class PersonaConfig(Strict):
     timeout_s: float = 120.0
     max_retries: int = 6
     max_steps: int = Field(20000, description="Persona model calls per run before it is stopped as runaway")
+    max_failed_turns: int = Field(8, ge=1, description="Turns in a row that do nothing (empty, or only failing "
+                                  "tool calls) before the run stops")
 
     @property
     def label(self) -> str:
@@ -80,6 +84,7 @@ class AgentConfig(Strict):
     url: str | None = Field(None, description="Chat page; for 'demo' leave it out to start the bundled chat")
     selectors: dict[str, str | None] = Field({}, description="Override the profile's selectors")
     options: dict[str, Any] = Field({}, description="Override other profile settings (timeouts, new-session mode)")
+    recovery: Recovery = Field(Recovery(), description="Retries when the chat fails: reload, reopen, resend")
     auth: str | None = Field(None, description="A login saved by `mmb login` (its --name), kept in browser.auth_dir")
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from .errors import Problem
+from .errors import InputError, Problem
+from .textfile import read_user_text
 
 DELETED = "—"
 _TITLE = re.compile(r"^#\s+(?P<title>\S.*?)\s*$")
@@ -123,9 +124,9 @@ def parse_fact_file(text: str, name: str, file: str) -> tuple[FactFile, list[Pro
 
 def load_fact_file(path: Path, display: str) -> tuple[FactFile, list[Problem]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return FactFile(name=path.stem, title=path.stem), [Problem(display, None, "file not found")]
+        text = read_user_text(path, display)
+    except InputError as e:
+        return FactFile(name=path.stem, title=path.stem), e.problems
     return parse_fact_file(text, path.stem, display)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import json5
 
 from .errors import InputError, Problem
+from .textfile import read_user_text
 
 JsonPath = tuple[str | int, ...]
 
@@ -88,12 +89,7 @@ def line_of(lines: dict[JsonPath, int], path: JsonPath) -> int | None:
 
 def load_jsonc(path: Path) -> tuple[Any, dict[JsonPath, int]]:
     """Parse a JSONC/JSON5 file; syntax errors become an InputError naming file:line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError.single(path, None, "file not found") from None
-    except OSError as e:
-        raise InputError.single(path, None, f"cannot read: {e.strerror}") from None
+    text = read_user_text(path, path)
     try:
         data = json5.loads(text, allow_duplicate_keys=False)
     except ValueError as e:

@@ -17,13 +17,14 @@ from .benchmark import Benchmark
 from .channel import AgentChannel
 from .compaction import cut_index
 from .config import CompactionConfig
+from .crashpoints import crash_point
 from .errors import RunError
 from .model import ModelTurn, PersonaModel
 from .scenario import Scenario, compaction_note, opening_message, system_prompt
 from .replies import wrap_reply
-from .state import PersonaCompaction, PersonaMessage, RunState, RunStore
+from .state import PersonaCompaction, PersonaMessage, RunState, RunStore, ToolCall
 from .tokens import MESSAGE_OVERHEAD, TokenCounter
-from .tools import TOOL_SPECS, ToolBox
+from .tools import TOOL_SPECS, ToolBox, is_error
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def clean_outgoing(text: str) -> str:
 class PersonaLoop:
     def __init__(self, *, bench: Benchmark, state: RunState, store: RunStore, model: PersonaModel,
                  driver: ChatDriver, counter: TokenCounter, compaction: CompactionConfig, max_steps: int,
-                 on_change: Callable[[RunState], None] | None = None):
+                 max_failed_turns: int = 8, on_change: Callable[[RunState], None] | None = None):
         self.bench = bench
         self.state = state
         self.store = store
@@ -48,6 +49,7 @@ class PersonaLoop:
         self.counter = counter
         self.compaction = compaction
         self.max_steps = max_steps
+        self.max_failed_turns = max_failed_turns
         self.on_change = on_change
         self.scenario = Scenario(bench, state, self.channel.new_session)
         self.tools = ToolBox(bench, state, self.scenario)
@@ -57,6 +59,7 @@ class PersonaLoop:
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
 
     async def run(self) -> None:
+        self.state.failed_turns = 0  # a rerun is someone's decision to give the model another go
         await self.channel.open()
         if not self.state.messages:
             await self._begin()
@@ -65,6 +68,9 @@ class PersonaLoop:
             if self.state.steps >= self.max_steps:
                 raise RunError(f"stopped after {self.state.steps} persona steps (persona.max_steps); the persona "
                                f"seems stuck in phase {self.state.phase + 1}")
+            if self.state.failed_turns >= self.max_failed_turns:
+                raise RunError(f"the persona model made {self.state.failed_turns} turns in a row that did nothing "
+                               f"(persona.max_failed_turns); last: {self._last_failure()}")
             await self._step()
 
     def save(self) -> None:
@@ -96,16 +102,18 @@ class PersonaLoop:
         self._maybe_compact()
         messages = [{"role": "system", "content": self.system}] + [m.to_api() for m in self.state.messages]
         turn = await self.model.complete(messages, TOOL_SPECS)
+        crash_point("model.answered")
         self.state.steps += 1
         self._account(turn)
         if turn.tool_calls:
-            message = PersonaMessage(role="assistant", content=turn.content, tool_calls=turn.tool_calls)
+            message = PersonaMessage(role="assistant", content=turn.content, tool_calls=self._unique_ids(turn.tool_calls))
             self._append(message)
             self.save()
             await self._run_tools(message)
             return
         text = clean_outgoing(turn.content or "")
         if not text:
+            self.state.failed_turns += 1
             self._append(PersonaMessage(role="user", content=EMPTY_TURN_NUDGE))
             self.save()
             return
@@ -113,20 +121,49 @@ class PersonaLoop:
         reply = await self.channel.say(text)  # saves the message with its pending send first
         self._record_reply(text, reply)
 
+    def _unique_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """Results are matched to calls by id, so ids must be unique in the context; some servers repeat
+        them (llama.cpp's "call_0" every turn) or send none, and our own may collide across restarts."""
+        used = {c.id for m in self.state.messages for c in m.tool_calls}
+        out = []
+        for i, call in enumerate(calls):
+            if not call.id or call.id in used:
+                call = call.model_copy(update={"id": f"mmb_{self.state.steps}_{i}"})
+            used.add(call.id)
+            out.append(call)
+        return out
+
     async def _run_tools(self, message: PersonaMessage) -> None:
-        answered = {m.tool_call_id for m in self.state.messages if m.role == "tool"}
+        """Run the calls that have no result yet; each result is saved together with what its tool changed."""
+        wanted = {c.id for c in message.tool_calls}
+        results = {m.tool_call_id: m.content or "" for m in self.state.messages
+                   if m.role == "tool" and m.tool_call_id in wanted}
         for call in message.tool_calls:
-            if call.id in answered:
+            if call.id in results:
                 continue
             phase_before = self.state.phase
             result = await self.tools.call(call.name, call.arguments)
+            crash_point("tool.ran")
             entered = self.state.phase != phase_before
             if entered:
                 message.starts_phase = True  # compaction may cut right before the call that began the phase
+            results[call.id] = result
+            if call is message.tool_calls[-1]:
+                self._count_failure(all(is_error(r) for r in results.values()))
             self._append(PersonaMessage(role="tool", content=result, tool_call_id=call.id))
             self.save()
 
+    def _count_failure(self, failed: bool) -> None:
+        self.state.failed_turns = self.state.failed_turns + 1 if failed else 0
+
+    def _last_failure(self) -> str:
+        last = self.state.messages[-1] if self.state.messages else None
+        if last is None or last.role != "tool":
+            return "an empty turn (no text, no tool call)"
+        return (last.content or "")[:300]
+
     def _record_reply(self, text: str, reply: Reply) -> None:
+        self.state.failed_turns = 0
         self.channel.record(text, reply)
         self._append(PersonaMessage(role="user", content=wrap_reply(reply.text)))
         self.save()

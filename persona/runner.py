@@ -18,8 +18,8 @@ from drivers.auth import AuthError, SavedLogin, find_login
 from drivers.base import ChatDriver, DriverError
 from drivers.browser import BrowserHost, BrowserStartError, browser_host
 from drivers.generic import PlaywrightDriver
-from drivers.profile import Profile
 from drivers.oracle import OracleDriver
+from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
 from drivers.registry import build_profile, needs_browser
 
@@ -33,6 +33,7 @@ from .progress import Progress, QuietProgress
 from .publish import publish_run
 from .report import append_entry, mean, render_entry
 from .scripted import ScriptedPersona
+from .secrets import RedactingFilter, redact
 from .state import RunState, RunStore
 from .tokens import TokenCounter
 
@@ -165,10 +166,17 @@ class Runner:
     async def run_one(self, plan: RunPlan, browser: BrowserHost | None) -> RunOutcome:
         current_run.set(plan.run.id)
         store = self.store_factory(plan.folder)
-        store.lock()
+        try:
+            store.lock()
+        except RunError as e:  # this run only: the others go on
+            return self._refused(plan, str(e))
         handler = _run_log_handler(plan)
         try:
-            state = store.load() or new_state(plan)
+            try:
+                state = store.load() or new_state(plan)
+                _check_resumable(plan.bench, state)
+            except RunError as e:  # nothing is written: the state stays as it was for a person to look at
+                return self._refused(plan, str(e))
             if state.status == "finished":
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
@@ -182,6 +190,10 @@ class Runner:
             handler.close()
             store.unlock()
 
+    def _refused(self, plan: RunPlan, error: str) -> RunOutcome:
+        self.print(f"[{plan.run.id}] not started: {error}")
+        return RunOutcome(plan.run.id, "failed", None, error)
+
     async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState) -> RunOutcome:
         state.status, state.error = "running", None
         store.save(state)
@@ -190,21 +202,22 @@ class Runner:
         driver: ChatDriver | None = None
         try:
             async with agent_url(plan) as url:
-                driver = await self._driver(plan, browser, url)
+                driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    max_steps=plan.persona.max_steps, on_change=self.progress.update)
+                    max_steps=plan.persona.max_steps, max_failed_turns=plan.persona.max_failed_turns,
+                    on_change=self.progress.update)
                 await loop.run()
                 state.status, failed = "finished", False
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
         except (RunError, DriverError, BrowserStartError) as e:
-            state.status, state.error = "failed", str(e)
+            state.status, state.error = "failed", redact(str(e))
         except Exception as e:  # a bug of ours: record it, keep the state resumable
             log.exception("run %s crashed", plan.run.id)
-            state.status, state.error = "failed", f"{type(e).__name__}: {e}"
+            state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
         finally:
             store.save(state)
             await self._close(driver, failed)
@@ -221,14 +234,20 @@ class Runner:
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
-    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None) -> ChatDriver:
+    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
+                      on_event: Callable[[str], None]) -> ChatDriver:
         if plan.profile is None:
             return OracleDriver(plan.bench)
         assert browser is not None
+        profile = plan.profile
         b = self.config.browser
-        chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
-        return PlaywrightDriver(plan.profile, chat.context, base_url=url, artifacts=plan.folder,
-                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure, secrets=chat.secrets)
+
+        async def build() -> ChatDriver:  # again when a crash took the context down
+            chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
+            return PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
+                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure, secrets=chat.secrets)
+
+        return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
 
     async def _close(self, driver: ChatDriver | None, failed: bool) -> None:
         if driver is None:
@@ -239,6 +258,24 @@ class Runner:
                 self.print(f"[{current_run.get()}] {what}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
+
+
+def _check_resumable(bench: Benchmark, state: RunState) -> None:
+    """A benchmark edited between two runs must still hold where the saved run is, or resuming would break it."""
+    if not state.messages:
+        return
+    if state.phase >= len(bench.phases):
+        raise RunError(f"the benchmark has {len(bench.phases)} phases now, but this run is in phase {state.phase + 1}; "
+                       f"undo the change, or delete the run's folder to start over")
+    known = {c.id for c in bench.checks}
+    if gone := [e.check_id for e in state.evaluations if e.check_id not in known]:
+        raise RunError(f"checks graded in this run are gone from the benchmark: {', '.join(gone)}; undo the change, "
+                       f"or delete the run's folder to start over")
+
+
+def _note(state: RunState, text: str) -> None:
+    """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
+    state.log.append(f"turn {state.turn}: {text}"[:500])
 
 
 class _RunFilter(logging.Filter):
@@ -256,6 +293,7 @@ def _run_log_handler(plan: RunPlan) -> logging.Handler:
     handler = logging.FileHandler(plan.folder / "run.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_RunFilter(plan.run.id))
+    handler.addFilter(RedactingFilter())
     handler.setLevel(logging.INFO)
     root = logging.getLogger()
     root.addHandler(handler)

@@ -78,7 +78,10 @@ class Scenario:
                 result = await run_block(phase.script, vars_, handlers)
             except ScriptError as e:
                 line = phase.script_line + (e.line or 1) - 1
-                raise ScenarioError(f"{phase.chapter}:{line}: JS block of phase '{phase.title}' failed: {e.message}") from None
+                message = e.message
+                if e.approximate:  # name the block; QuickJS only roughly knows where a limit stopped it
+                    line, message = phase.script_line, message + (f", stopped near line {line}" if e.line else "")
+                raise ScenarioError(f"{phase.chapter}:{line}: JS block of phase '{phase.title}' failed: {message}") from None
             vars_ = result.vars
             self.state.log += [f"phase {index + 1} bench.log: {line}" for line in result.logs]
         self.state.vars = vars_

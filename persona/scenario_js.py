@@ -23,11 +23,13 @@ _PRELUDE = r"""
 globalThis.__outbox = []; globalThis.__pending = new Map(); globalThis.__done = null; let __next = 1;
 function __call(name, args) {
   const id = __next++;
-  return new Promise((resolve, reject) => { __pending.set(id, {resolve, reject}); __outbox.push([id, name, args]); });
+  const err = new Error("");  // made here, where the block called, so a failure names the block's line
+  return new Promise((resolve, reject) => { __pending.set(id, {resolve, reject, err}); __outbox.push([id, name, args]); });
 }
 function __settle(id, ok, payload) {
   const p = __pending.get(id); __pending.delete(id);
-  const v = JSON.parse(payload); ok ? p.resolve(v) : p.reject(new Error(String(v)));
+  const v = JSON.parse(payload);
+  if (ok) { p.resolve(v); } else { p.err.message = String(v); p.reject(p.err); }
 }
 globalThis.bench = Object.freeze({
   newSession: () => __call("newSession", []),
@@ -38,14 +40,19 @@ globalThis.console = Object.freeze({ log: (...a) => { __outbox.push([0, "log", a
 _WRAP_HEAD = "(async () => {\n"
 _WRAP_TAIL = "\n})().then(() => { __done = {ok: true}; }, e => { __done = {ok: false, error: String(e && e.stack ? e + '\\n' + e.stack : e)}; });"
 _LINE = re.compile(r"<input>:(\d+)")
+_FRAME = re.compile(r"at (\S+) \(<input>:(\d+)\)")
+_PRELUDE_FRAMES = {"__call", "__settle", *BENCH_METHODS}
 
 
 class ScriptError(Exception):
-    """A JS block failed; `line` is the line in the block (1-based) when known."""
+    """A JS block failed; `line` is the line in the block (1-based) when known.
 
-    def __init__(self, message: str, line: int | None = None):
+    `approximate`: QuickJS stopped the block for a limit, and places such a stop only roughly."""
+
+    def __init__(self, message: str, line: int | None = None, approximate: bool = False):
         self.message = message
         self.line = line
+        self.approximate = approximate
         super().__init__(message)
 
 
@@ -67,7 +74,11 @@ Handler = Callable[..., Awaitable[Any]]
 
 
 def _line_in_block(message: str) -> int | None:
-    """Line of the error inside the user's block: the innermost frame, less the wrapper's first line."""
+    """Line of the error inside the user's block: the innermost frame of the block's own code (a failed
+    bench call carries the prelude's frames first), less the wrapper's first line."""
+    for name, line in _FRAME.findall(message):
+        if name not in _PRELUDE_FRAMES:
+            return int(line) - 1
     m = _LINE.search(message)
     return int(m.group(1)) - 1 if m else None
 
@@ -100,9 +111,9 @@ def _script_error(message: str) -> ScriptError:
     """Name the limit that stopped the block; QuickJS words these oddly, or not at all under OOM."""
     line = _line_in_block(message)
     if "interrupted" in message or "Failed obtaining QuickJS error" in message:
-        return ScriptError("time limit exceeded (a loop that never ends?)", line)
+        return ScriptError("time limit exceeded (a loop that never ends?)", line, approximate=True)
     if "out of memory" in message or message.strip() in ("", "null"):
-        return ScriptError("memory limit exceeded", line)
+        return ScriptError("memory limit exceeded (data that grows without end?)", line, approximate=True)
     if "stack overflow" in message:
         return ScriptError("stack overflow (unbounded recursion?)", line)
     return ScriptError(_first_line(message), line)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .crashpoints import crash_point
 from .errors import RunError
 from .facts import FactFile
 from .phases import Category
@@ -148,6 +149,7 @@ class RunState(BaseModel):
     turn: int = 0  # messages the agent has answered
     transcript_len: int = 0  # lines of transcript.jsonl that this state knows of
     pending: PendingSend | None = None
+    failed_turns: int = 0  # persona turns in a row that did nothing (empty, or every tool call an error)
     sessions: list[AgentSession] = []
     evaluations: list[Evaluation] = []
     agent_notices: list[AgentNotice] = []
@@ -192,6 +194,14 @@ class RunStore:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise RunError(f"{self.folder} is in use by another mmb process") from None
+        self._remove_stale_temps()
+
+    def _remove_stale_temps(self) -> None:
+        """Temp files of saves a crash interrupted: the rename never happened, so they hold nothing needed."""
+        for tmp in self.folder.glob(f".{STATE_FILE}.*.tmp"):
+            tmp.unlink(missing_ok=True)
+        for tmp in self.folder.glob(f".{TRANSCRIPT_FILE}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
     def unlock(self) -> None:
         if self._lock_file:
@@ -210,7 +220,7 @@ class RunStore:
 
     def save(self, state: RunState) -> None:
         state.updated_at = now()
-        atomic_write(self.path, state.model_dump_json(indent=1).encode())
+        atomic_write(self.path, state.model_dump_json(indent=1).encode(), crash_points=True)
 
     def append_exchange(self, state: RunState, exchange: Exchange) -> None:
         """Append to the transcript before the state that counts it is saved; load() drops extras."""
@@ -219,6 +229,7 @@ class RunStore:
             f.write(exchange.model_dump_json() + "\n")
             f.flush()
             os.fsync(f.fileno())
+        crash_point("transcript.appended")
         state.transcript_len += 1
 
     def transcript(self) -> list[Exchange]:
@@ -237,7 +248,7 @@ class RunStore:
             atomic_write(self.transcript_path, "".join(complete[:keep]).encode())
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, crash_points: bool = False) -> None:
     """Write-then-rename, fsynced, so a crash leaves the old file or the new one, never a torn one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -246,11 +257,15 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if crash_points:
+            crash_point("save.written")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if crash_points:
+        crash_point("save.renamed")
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -23,6 +23,14 @@ class ToolError(Exception):
     pass
 
 
+ERROR_PREFIX = "Error: "
+
+
+def is_error(result: str) -> bool:
+    """Whether a tool result (as the model sees it) reports a failure."""
+    return result.startswith(ERROR_PREFIX)
+
+
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "function", "function": {
         "name": name, "description": description,
@@ -53,6 +61,35 @@ TOOL_SPECS: list[dict[str, Any]] = [
         ["check_id", "score", "answer", "comment"]),
 ]
 TOOL_NAMES = [spec["function"]["name"] for spec in TOOL_SPECS]
+_PARAMS = {spec["function"]["name"]: spec["function"]["parameters"] for spec in TOOL_SPECS}
+# What each schema type accepts; lenient where the tool converts (ids as numbers, "2" for a section).
+_ACCEPTS: dict[str, tuple[type, ...]] = {
+    "string": (str, int, float), "integer": (int, str), "number": (int, float, str),
+    "boolean": (bool,), "array": (list, str),
+}
+
+
+def argument_problem(name: str, args: dict[str, Any]) -> str | None:
+    """What is wrong with a call's arguments against the tool's schema, for the model to fix."""
+    params = _PARAMS[name]
+    props = params["properties"]
+    if unknown := [k for k in args if k not in props]:
+        return f"unknown argument(s) {', '.join(map(repr, unknown))}; {name} takes {', '.join(props) or 'none'}"
+    if missing := [k for k in params["required"] if k not in args]:
+        return f"missing argument(s) {', '.join(map(repr, missing))}"
+    for key, value in args.items():
+        kind = props[key]["type"]
+        wrong = not isinstance(value, _ACCEPTS[kind]) or (isinstance(value, bool) and kind != "boolean")
+        if kind == "array" and isinstance(value, list) and not all(isinstance(v, (str, int, float)) for v in value):
+            wrong = True
+        if kind in ("integer", "number") and isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                wrong = True
+        if wrong:
+            return f"argument {key!r} must be a{'n' if kind[0] in 'aei' else ''} {kind}, not {json.dumps(value)[:80]}"
+    return None
 
 
 class ToolBox:
@@ -71,12 +108,16 @@ class ToolBox:
                 raise ValueError("arguments must be a JSON object")
         except ValueError as e:
             return f"Error: arguments of {name} are not valid JSON ({e})"
+        if problem := argument_problem(name, args):
+            return f"Error: bad arguments for {name}: {problem}"
+        props = _PARAMS[name]["properties"]
+        args = {k: str(v) if props[k]["type"] == "string" else v for k, v in args.items()}  # ids written as numbers
         try:
             return await getattr(self, name)(**args)
         except ToolError as e:
             return f"Error: {e}"
-        except TypeError as e:  # missing or unexpected arguments
-            return f"Error: bad arguments for {name}: {str(e).split(') ', 1)[-1]}"
+        except (TypeError, ValueError) as e:  # a value of the right type that still makes no sense
+            return f"Error: bad arguments for {name}: {e}"
 
     # -- the tools -------------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ def test_retain_on_failure_keeps_traces_and_a_screenshot_only_for_the_failed_run
     with ChatLab(LabScenario(never_reply=True)) as lab:
         failing = {"id": "bad", "benchmark": str(bench),
                    "agent": {"driver": "generic", "url": lab.url + "/", "selectors": LAB_SELECTORS,
-                             "options": {"completion": {"timeout_s": 2}}}}
+                             "options": {"completion": {"timeout_s": 2}}, "recovery": {"attempts": 1}}}
         config = write_config([{"id": "good", "benchmark": str(bench), "agent": {"driver": "demo"}}, failing],
                               browser={"trace": "retain-on-failure"})
         done = mmb("run", "-c", str(config))

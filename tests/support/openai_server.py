@@ -3,7 +3,9 @@
 It answers GET /v1/models and POST /v1/chat/completions (plain and stream=true) with whatever a
 `Responder` returns for the request's messages and tools, and records every request, so tests can
 drive real OpenAI clients (ours, or a chat frontend's) with deterministic answers. `faults` lets a
-test make the next requests fail with given HTTP statuses.
+test make the next requests fail: an HTTP status (429, 500...), `{"status": 429, "retry_after": 0}`,
+"hang" (no answer until the client gives up), "garbage" (200 with a body that is not JSON), "html"
+(200 with a proxy's HTML page), or "drop" (the connection closes without an answer).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ class OpenAICompatServer:
         self.model = model
         self.chunk_delay_s = chunk_delay_s
         self.requests: list[dict[str, Any]] = []
-        self.faults: list[int] = []  # HTTP statuses to answer the next requests with, in order
+        self.faults: list[int | str | dict[str, Any]] = []  # how to fail the next requests, in order
         self._server: ThreadingHTTPServer | None = None
+        self._stopping = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -40,6 +43,7 @@ class OpenAICompatServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         if self._server:
             self._server.shutdown()
             self._server.server_close()
@@ -52,13 +56,33 @@ def _handler(owner: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def _send_json(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
+        def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            self._send_raw(status, json.dumps(body).encode(), "application/json", headers)
+
+        def _send_raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
+
+        def _fault(self, fault: int | str | dict[str, Any]) -> None:
+            if fault == "hang":
+                owner._stopping.wait(120)
+                self.close_connection = True
+            elif fault == "drop":
+                self.close_connection = True
+            elif fault == "garbage":
+                self._send_raw(200, b"this is not json {", "application/json")
+            elif fault == "html":
+                self._send_raw(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+            else:
+                spec = fault if isinstance(fault, dict) else {"status": fault}
+                headers = {"Retry-After": str(spec["retry_after"])} if "retry_after" in spec else None
+                message = spec.get("message", f"injected {spec['status']}")
+                self._send_json(spec["status"], {"error": {"message": message, "type": "test"}}, headers)
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
@@ -71,8 +95,7 @@ def _handler(owner: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             owner.requests.append(body)
             if owner.faults:
-                status = owner.faults.pop(0)
-                self._send_json(status, {"error": {"message": f"injected {status}", "type": "test"}})
+                self._fault(owner.faults.pop(0))
                 return
             answer = owner.responder(body.get("messages", []), body.get("tools") or [])
             if body.get("stream"):

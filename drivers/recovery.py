@@ -1,0 +1,33 @@
+"""How hard a run tries before it stops on a sick chat (config.jsonc `agent.recovery`), and how long a
+rate-limit message asks us to wait. Kept apart from resilient.py so the config loads without Playwright.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_WAIT = re.compile(r"\b(?:in|after|wait|for)\s+(?:about\s+|another\s+)?(\d+(?:[.,]\d+)?)\s*"
+                   r"(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b", re.IGNORECASE)
+
+
+class Recovery(BaseModel):
+    """config.jsonc `agent.recovery`: how hard to try before a run stops on a sick chat."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(4, ge=1, description="Tries per message, chat opening or new chat")
+    backoff_s: float = Field(2.0, ge=0, description="Wait before the 2nd try; doubles with each further one")
+    max_backoff_s: float = Field(120.0, ge=0, description="Longest wait between tries")
+    rate_limit_wait_s: float = Field(30.0, ge=0, description="Wait after a rate-limit message that names no time")
+
+
+def wait_named_in(text: str) -> float | None:
+    """Seconds a message asks us to wait: 'try again in 20 s', 'retry after 1.5 minutes'."""
+    m = _WAIT.search(text)
+    if not m:
+        return None
+    unit = m.group(2).lower()
+    factor = 0.001 if unit == "ms" or unit.startswith("milli") else 3600 if unit[0] == "h" else 60 if unit[0] == "m" else 1
+    return float(m.group(1).replace(",", ".")) * factor

@@ -1,0 +1,213 @@
+"""The persona LLM failing, through the real openai client against a local server: HTTP errors,
+timeouts, junk bodies, broken or unknown tool calls, empty turns. Transient failures are retried with
+backoff; bad turns go back to the model as tool errors; a model that keeps failing stops the run."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from persona.config import PersonaConfig
+from persona.errors import RunError
+from persona.llm import OpenAIPersona
+from persona.loop import EMPTY_TURN_NUDGE
+from tests.conftest import DEMO_BENCH
+from tests.support.openai_server import OpenAICompatServer, Responder, scripted_responder
+from tests.support.play import play, scores
+
+HELLO = [{"role": "user", "content": "hi"}]
+SAY = {"content": "Hello there"}
+
+
+def complete(server: OpenAICompatServer, **cfg: Any) -> tuple[str | None, list[float]]:
+    """One persona turn through the real client; returns its text and the backoff waits it took."""
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def main() -> str | None:
+        settings = {"api_key_env": "MMB_TEST_UNSET_KEY", **cfg}
+        persona = OpenAIPersona(PersonaConfig(kind="openai", base_url=server.base_url, model="m", **settings),
+                                sleep=record)
+        try:
+            return (await persona.complete(HELLO, [])).content
+        finally:
+            await persona.aclose()
+
+    return asyncio.run(main()), waits
+
+
+@pytest.mark.parametrize("faults", [
+    [429, 500], [502, 503, 504], ["garbage"], ["html"], ["drop"], [408, 409],
+], ids=lambda f: "+".join(map(str, f)))
+def test_transient_failures_are_retried_with_growing_backoff(faults):
+    with OpenAICompatServer(lambda m, t: SAY) as server:
+        server.faults = list(faults)
+        text, waits = complete(server)
+    assert text == "Hello there" and len(server.requests) == len(faults) + 1
+    assert len(waits) == len(faults) and all(0 < w <= 60 for w in waits)
+    assert all(later > earlier for earlier, later in zip(waits, waits[1:])) or len(waits) == 1
+
+
+def test_retry_after_is_honoured():
+    with OpenAICompatServer(lambda m, t: SAY) as server:
+        server.faults = [{"status": 429, "retry_after": 7}]
+        text, waits = complete(server)
+    assert text == "Hello there" and waits == [7.0]
+
+
+def test_a_hanging_response_times_out_and_is_retried():
+    with OpenAICompatServer(lambda m, t: SAY) as server:
+        server.faults = ["hang", "hang"]
+        text, waits = complete(server, timeout_s=0.5)
+    assert text == "Hello there" and len(waits) == 2
+
+
+def test_retries_have_a_limit():
+    with OpenAICompatServer(lambda m, t: SAY) as server:
+        server.faults = [500] * 10
+        with pytest.raises(RunError, match=r"failed 3 times, last: HTTP 500: .*injected 500"):
+            complete(server, max_retries=2)
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("status, hint", [(400, "refused the request"), (404, "check persona.base_url"),
+                                          (401, "persona.api_key_env")])
+def test_permanent_errors_stop_at_once_with_the_endpoints_message(status, hint):
+    with OpenAICompatServer(lambda m, t: SAY) as server:
+        server.faults = [{"status": status, "message": "context length exceeded"}]
+        with pytest.raises(RunError, match=hint) as err:
+            complete(server)
+    assert f"HTTP {status}" in str(err.value) and "context length exceeded" in str(err.value)
+    assert len(server.requests) == 1
+
+
+def test_an_endpoint_echoing_the_key_does_not_get_it_into_the_error(monkeypatch):
+    key = "sk-echo-me-0123456789abcdef"
+    monkeypatch.setenv("MMB_TEST_ECHO_KEY", key)
+    with OpenAICompatServer(lambda m, t: SAY) as server:
+        server.faults = [{"status": 401, "message": f"Incorrect API key provided: {key}"}]
+        with pytest.raises(RunError) as err:
+            complete(server, api_key_env="MMB_TEST_ECHO_KEY")
+    assert key not in str(err.value) and "Incorrect API key provided: ***" in str(err.value)
+
+
+# -- bad turns in a whole run (oracle agent: the persona's side is the point here) ------------------
+
+BAD_TURNS: list[dict[str, Any]] = [
+    {"tool_calls": [{"id": "bad_json", "name": "facts_read", "arguments": '{"file": "family"'}]},
+    {"tool_calls": [{"id": "bad_tool", "name": "remember_everything", "arguments": "{}"}]},
+    {"tool_calls": [{"id": "bad_missing", "name": "facts_edit", "arguments": '{"file": "family"}'}]},
+    {"tool_calls": [{"id": "bad_type", "name": "facts_add", "arguments": '{"file": "family", "section": "two", "text": 3}'}]},
+    {"tool_calls": [{"id": "bad_extra", "name": "next_phase", "arguments": '{"force": true}'}]},
+    {"tool_calls": [{"id": "bad_list", "name": "facts_read", "arguments": "[1, 2]"}]},
+    {"content": ""},
+    {"content": "<think>only thoughts, nothing to say</think>"},
+    {"tool_calls": [{"id": "bad_noname", "name": "", "arguments": "{}"}]},
+]
+
+
+def injecting(responder: Responder, every: int, bad: list[dict[str, Any]]) -> Responder:
+    """Every `every`-th request gets the next bad turn; the good responder never sees the bad turns."""
+    queue, count = list(bad), [0]
+
+    def ours(m: dict[str, Any]) -> bool:
+        ids = [c["id"] for c in m.get("tool_calls") or []] + [m.get("tool_call_id") or ""]
+        return any(i.startswith("bad_") for i in ids) or m.get("content") == EMPTY_TURN_NUDGE
+
+    def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        count[0] += 1
+        if queue and count[0] % every == 0:
+            return queue.pop(0)
+        return responder([m for m in messages if not ours(m)], tools)
+
+    return respond
+
+
+def openai_persona(server: OpenAICompatServer, **more: Any) -> dict[str, Any]:
+    return {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_UNSET_KEY", **more}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> list:
+    """The demo benchmark against the oracle agent with the scripted persona, nothing failing."""
+    _, state = play(tmp_path_factory.mktemp("ref"), benchmark=DEMO_BENCH)
+    assert state.status == "finished"
+    return scores(state)
+
+
+def test_bad_turns_go_back_to_the_model_as_errors_and_the_run_ends_the_same(tmp_path, reference):
+    with OpenAICompatServer(injecting(scripted_responder(), every=3, bad=BAD_TURNS)) as server:
+        server.faults = [500, "garbage"]
+        outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server))
+    assert outcome.status == "finished", state.error
+    assert scores(state) == reference
+    seen = {m["tool_call_id"]: m["content"] for r in server.requests for m in r["messages"] if m["role"] == "tool"}
+    assert "not valid JSON" in seen["bad_json"]
+    assert "unknown tool 'remember_everything'" in seen["bad_tool"]
+    assert "missing argument(s) 'id', 'text'" in seen["bad_missing"]
+    assert "argument 'section' must be an integer" in seen["bad_type"]
+    assert "unknown argument(s) 'force'" in seen["bad_extra"]
+    assert "must be a JSON object" in seen["bad_list"]
+    assert any("unknown tool ''" in text for text in seen.values())
+    nudged = [r for r in server.requests if r["messages"][-1].get("content") == EMPTY_TURN_NUDGE]
+    assert len(nudged) == 2 and state.failed_turns == 0
+
+
+def test_repeated_tool_call_ids_are_made_unique(tmp_path, reference):
+    """llama.cpp-style servers send the same id every turn; each call must still be run and answered."""
+    good = scripted_responder()
+
+    def same_ids(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        answer = good(messages, tools)
+        for call in answer.get("tool_calls") or []:
+            call["id"] = "call_0"
+        return answer
+
+    with OpenAICompatServer(same_ids) as server:
+        outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server))
+    assert outcome.status == "finished", state.error
+    assert scores(state) == reference
+    ids = [c.id for m in state.messages for c in m.tool_calls]
+    assert len(ids) == len(set(ids))
+
+
+def test_a_model_that_keeps_failing_stops_the_run_and_it_resumes_later(tmp_path, reference):
+    def broken(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"tool_calls": [{"id": f"bad_{len(messages)}", "name": "facts_read", "arguments": "{oops"}]}
+
+    good = scripted_responder()
+    calls = [0]
+
+    def fails_in_phase_two(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        calls[0] += 1
+        in_phase_two = any("(2 of " in (m.get("content") or "") for m in messages if m["role"] == "tool")
+        return broken(messages, tools) if in_phase_two else good(messages, tools)
+
+    with OpenAICompatServer(fails_in_phase_two) as server:
+        outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server, max_failed_turns=4))
+    assert outcome.status == "failed"
+    assert "4 turns in a row that did nothing" in state.error and "not valid JSON" in state.error
+    assert state.phase == 1 and state.failed_turns == 4
+    told_before = [e.check_id for e in state.evaluations]
+
+    clean = injecting(scripted_responder(), every=10**9, bad=[])  # hides the failed turns, like a model moving on
+    with OpenAICompatServer(clean) as server:
+        outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server, max_failed_turns=4))
+    assert outcome.status == "finished", state.error
+    assert scores(state) == reference and [e.check_id for e in state.evaluations][:len(told_before)] == told_before
+
+
+def test_arguments_are_checked_against_the_schema():
+    """A unit view of the same rule: arguments checked against the schema before the tool runs."""
+    from persona.tools import argument_problem
+
+    assert argument_problem("facts_mark_told", {"file": "f", "ids": [{"a": 1}]}) == \
+        "argument 'ids' must be an array, not [{\"a\": 1}]"
+    assert argument_problem("log_evaluation", {"check_id": "q", "score": "ten", "answer": "", "comment": ""}) == \
+        "argument 'score' must be a number, not \"ten\""
+    assert argument_problem("log_evaluation", {"check_id": "q", "score": "7", "answer": "", "comment": ""}) is None
+    assert argument_problem("facts_add", {"file": "f", "section": True, "text": "t"}).startswith("argument 'section'")

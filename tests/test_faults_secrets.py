@@ -1,0 +1,96 @@
+"""No secret in what a run leaves behind: the persona's API key (in the environment, and echoed by
+a flaky endpoint), the agent page's session cookie and local storage, with traces on; through the
+real CLI in real Chromium."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from demo_agent.faults import ENV as DEMO_FAULTS_ENV
+from drivers.trace_scrub import REDACTED
+from tests.conftest import mmb
+from tests.support.openai_server import OpenAICompatServer, scripted_responder
+
+pytestmark = pytest.mark.usefixtures("chromium")
+
+KEY = "sk-live-do-not-leak-7f3a9c2e5b"
+COOKIE = "sess-do-not-leak-41d8e0b7c6"
+
+TINY = {
+    "benchmark.json": {"title": "Tiny", "chapters": ["chapter1.md"], "fact_files": ["pets.md"]},
+    "instructions.md": "You are Tom.",
+    "profile.md": "# Me\n\n## 1. About\n1.1 I am Tom, 40\n",
+    "pets.md": "# Pets\n\n## 1. Cats\n1.1 My cat Pixel is 3 years old\n",
+    "chapter1.md": "## Start\nTell the facts from pets.\n\n## Exam\n```js\nawait bench.newSession();\n```\n"
+                   "❓ q1 How old is my cat Pixel? Correct answer: 3\n",
+}
+
+
+def everything_written(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder`, with each zip (traces) opened up."""
+    out = {}
+    for path in folder.rglob("*"):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        out[str(path)] = data
+        if zipfile.is_zipfile(io.BytesIO(data)):
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                out |= {f"{path}!{name}": z.read(name) for name in z.namelist()}
+    return out
+
+
+def test_no_key_cookie_or_storage_in_results_with_traces_on(write_bench, write_config, tmp_path):
+    bench = write_bench(TINY)
+    echoing = {"status": 500, "message": f"upstream said: bad key {KEY}"}
+    with OpenAICompatServer(scripted_responder()) as server:
+        server.faults = [echoing]
+        persona = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_SECRET_KEY"}
+        run = {"id": "s", "benchmark": str(bench), "agent": {"driver": "demo"}}
+        config = write_config([run], persona=persona)
+        done = mmb("run", "-c", str(config), "--trace", "on",
+                   env={"MMB_TEST_SECRET_KEY": KEY, DEMO_FAULTS_ENV: json.dumps({"set_cookie": COOKIE})})
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert server.requests[0] and KEY not in done.stderr + done.stdout
+    results = tmp_path / "results"
+    files = everything_written(results)
+    traces = [name for name in files if name.endswith(".trace.zip")]
+    assert len(traces) == 2, "one trace per chat session"
+    assert any(name.endswith("!trace.network") for name in files)
+    log = (results / "s" / "run.log").read_text()
+    assert "retrying" in log and "bad key ***" in log, "the echoed key was logged, masked"
+    for name, data in files.items():
+        assert KEY.encode() not in data, name
+        assert COOKIE.encode() not in data, name
+    network = next(data for name, data in files.items() if name.endswith("!trace.network"))
+    entries = [json.loads(line) for line in network.decode().splitlines() if line.strip()]
+    assert any(h["name"].lower() == "set-cookie" and h["value"] == REDACTED
+               for e in entries for h in e.get("snapshot", {}).get("response", {}).get("headers", []))
+
+
+def test_log_files_mask_registered_secrets_in_messages_and_tracebacks(tmp_path):
+    import logging
+
+    from persona.secrets import RedactingFilter, register_secret
+
+    register_secret(KEY)
+    handler = logging.FileHandler(tmp_path / "run.log")
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("test.secrets")
+    logger.addHandler(handler)
+    try:
+        logger.warning("calling with %s", KEY)
+        try:
+            raise ValueError(f"bad key {KEY}")
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    text = (tmp_path / "run.log").read_text()
+    assert KEY not in text and text.count("***") == 2, text
