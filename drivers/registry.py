@@ -10,6 +10,10 @@ from .profile import Profile, profile_from_dict
 # name -> module holding PROFILE; modules load only when used.
 PROFILE_MODULES = {
     "demo": "drivers.demo",
+    "gradio": "drivers.gradio",
+    "chainlit": "drivers.chainlit",
+    "streamlit": "drivers.streamlit",
+    "openwebui": "drivers.openwebui",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (see drivers/oracle.py)

@@ -1,0 +1,27 @@
+"""Profile for Chainlit apps (`chainlit run app.py`).
+
+Tested with chainlit 2.12.0 (tests/frontends/, app in tests/support/apps/chainlit_app.py). Start
+with `chainlit run app.py --host 127.0.0.1 --port 8000 --headless`. Quirks:
+- Messages are "steps": `[data-step-type=assistant_message]` / `[data-step-type=user_message]`.
+- `#stop-button` replaces `#chat-submit` while the app's `on_message` runs.
+- "New chat" asks for confirmation (`#new-chat-button`, then `#confirm` in the dialog); a new chat
+  is a new websocket session, so the app's `on_chat_start` welcome shows again (not a reply: it
+  comes before our message).
+"""
+
+from .profile import Completion, Profile, Selectors
+
+PROFILE = Profile(
+    name="chainlit",
+    url="http://127.0.0.1:8000/",
+    selectors=Selectors(
+        input="#chat-input",
+        send="#chat-submit",
+        assistant_message="[data-step-type=assistant_message]",
+        user_message="[data-step-type=user_message]",
+        busy="#stop-button",
+        new_chat="#new-chat-button",
+        new_chat_confirm="#confirm",
+    ),
+    completion=Completion(quiet_ms_with_markers=300),
+)

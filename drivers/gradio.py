@@ -1,0 +1,28 @@
+"""Profile for Gradio's ChatInterface (`gr.ChatInterface(fn)`), the usual Gradio chat app.
+
+Tested with gradio 6.31.0 (tests/frontends/, app in tests/support/apps/gradio_app.py). Start an app
+with `python app.py` (`demo.launch(server_name="127.0.0.1")`, port 7860 by default; set
+GRADIO_ANALYTICS_ENABLED=False offline). Quirks:
+- While the first token is pending, Gradio shows an empty bot bubble with loading dots: a
+  placeholder, skipped by its empty text.
+- The stop button replaces submit while `fn` streams; its disappearance is the only busy signal.
+- "New chat" is the chatbot's Clear (trash) button: the page URL never changes, the chat empties.
+- The chatbot's `placeholder` text (shown in an empty chat) and the pending dots are not messages.
+"""
+
+from .profile import Completion, Profile, Selectors
+
+PROFILE = Profile(
+    name="gradio",
+    url="http://127.0.0.1:7860/",
+    selectors=Selectors(
+        input="textarea[data-testid=textbox]",
+        send="button[data-testid=submit-button]",
+        assistant_message="[data-testid=bot]",
+        user_message="[data-testid=user]",
+        busy="button[data-testid=stop-button]",
+        ignore=".placeholder-content, .pending",
+        new_chat="button[aria-label=Clear]",
+    ),
+    completion=Completion(quiet_ms_with_markers=300),
+)

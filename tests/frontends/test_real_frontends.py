@@ -1,0 +1,86 @@
+"""`mmb run` through real chat frontends, installed from the registry and started on 127.0.0.1.
+
+Each frontend talks to a local OpenAI-compatible server whose "model" (tests/support/chat_model.py)
+remembers only the conversation it is sent and streams slowly. The scripted persona plays
+tests/support/frontend_bench through the frontend's profile, so one run proves the profile: every
+reply is scraped whole (it equals what the model streamed, so completion waited for the end of
+the stream, and welcome bubbles or placeholders were never taken for a reply), the new chat really
+reset (the model never again saw a fact from the first chat, and the check about it scores 0),
+and the run's state.json and report.md are written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import mmb
+from tests.support.chat_model import ChatModel
+from tests.support.frontend_specs import FRONTENDS
+from tests.support.frontends import Frontend, install, start
+from tests.support.openai_server import OpenAICompatServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
+
+BENCH = Path(__file__).resolve().parents[1] / "support" / "frontend_bench"
+MODEL = "mmb-test-model"
+KEY = "sk-local-test"  # what the frontends are given as their model key; must not reach the results
+EXPECTED_SCORES = {"s1": 10, "n1": 0, "n2": 10}  # see frontend_bench/chapter2.md
+OLD_CHAT_FACT = "Biscuit"  # told in the first chat
+NEW_CHAT_QUESTION = "What is my dog called?"  # n1, asked only in the new chat
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.timeout(3600)  # a first install of Open WebUI alone takes many minutes on a busy machine
+@pytest.mark.parametrize("frontend", FRONTENDS, ids=lambda f: f.name)
+def test_a_benchmark_plays_through_the_real_frontend(frontend: Frontend, tmp_path: Path, write_config) -> None:
+    installed = install(frontend)
+    model = ChatModel(think_s=0.8)  # a pause before the first token: the UI shows its placeholder
+    with OpenAICompatServer(model, model=MODEL, chunk_delay_s=0.12) as server, \
+            start(frontend, model_url=server.base_url, model=MODEL, workdir=tmp_path / "frontend") as running:
+        config = write_config([{"id": frontend.name, "benchmark": str(BENCH),
+                                "agent": {"driver": frontend.name, "url": running.url}}],
+                              browser={"trace": "retain-on-failure"})
+        began = time.monotonic()
+        done = mmb("run", "-c", str(config), timeout=1200)
+        played = time.monotonic() - began
+    print(f"\n{frontend.name} {installed.versions}: install {installed.seconds:.0f} s (0 = cached), "
+          f"ready {running.started_s:.0f} s, run {played:.0f} s")
+    results = tmp_path / "results"
+    folder = results / frontend.name
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}"
+    state = json.loads((folder / "state.json").read_text())
+    assert state["status"] == "finished"
+
+    # Every reply came back whole: exactly what the model streamed, turn by turn.
+    exchanges = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
+    assert [_squash("\n".join(x["reply"])) for x in exchanges] == [_squash(a) for a in model.answers]
+    assert all("busy-gone" in x["signal"] for x in exchanges), [x["signal"] for x in exchanges]
+    assert all(x["reply_seconds"] >= 0.8 for x in exchanges), "replies should take at least the model's pause"
+
+    # The new chat reset the conversation the frontend sends to the model.
+    assert [s["reason"] for s in state["sessions"]] == ["start", "newSession"]
+    assert "no messages left" in state["sessions"][1]["reset_sign"]
+    after_reset = [r for r in model.requests if NEW_CHAT_QUESTION in json.dumps(r)]
+    assert after_reset and not any(OLD_CHAT_FACT in json.dumps(r) for r in after_reset)
+
+    # Graded as a memoryless agent must be: right within the chat, nothing from the old one.
+    scores = {e["check_id"]: e["score"] for e in state["evaluations"]}
+    assert scores == EXPECTED_SCORES
+    assert next(e for e in state["evaluations"] if e["check_id"] == "n1")["second_attempt"]
+    report = (results / "report.md").read_text()
+    assert "3 of 3 planned checks graded" in report and "#### n1" in report
+
+    for path in results.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text().splitlines()[-lines:]) if path.exists() else ""
