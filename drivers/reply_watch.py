@@ -56,10 +56,10 @@ WATCH_JS = r"""
     for (const w of Object.values(W)) if (w.observer) w.observer.disconnect();
     for (const k of Object.keys(W)) delete W[k];
     const before = candidates();
-    if (mark) for (const s of [cfg.assistant, cfg.notice, cfg.done]) for (const el of all(s)) el.setAttribute(SEEN, "1");
+    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done]) for (const el of all(s)) el.setAttribute(SEEN, "1");
     const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false,
                before: before.filter((el) => !(cfg.ignore && el.closest(cfg.ignore))).map(textOf),
-               marked: mark ? before.length : 0, observer: null};
+               marked: mark ? before.length : 0, marking: !!mark, observer: null};
     if (cfg.busy) {
       w.observer = new MutationObserver(() => { if (!w.busySeen && busyNow()) w.busySeen = performance.now(); });
       w.observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
@@ -79,7 +79,10 @@ WATCH_JS = r"""
                             pending: false, last: "", stableFor: 0});
   if (cfg.user) {
     const users = all(cfg.user);
-    if (users.length <= cfg.usersBefore) return op === "diagnose" ? stage("our message is not shown") : false;
+    // A virtualized list (Telegram K, OpenClaw) drops old bubbles, so the count may not grow: an
+    // unmarked user bubble is new too, while marked nodes show the list was not re-rendered.
+    const fresh = w.marking && users.some((u) => !u.hasAttribute(SEEN)) && !!document.querySelector(`[${SEEN}]`);
+    if (users.length <= cfg.usersBefore && !fresh) return op === "diagnose" ? stage("our message is not shown") : false;
     anchor = users[users.length - 1];
     bubbles = bubbles.filter((el) => after(anchor, el));
   } else if (w.marked && !bubbles.some((el) => el.hasAttribute(SEEN))) {
