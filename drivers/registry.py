@@ -14,6 +14,8 @@ PROFILE_MODULES = {
     "chainlit": "drivers.chainlit",
     "streamlit": "drivers.streamlit",
     "openwebui": "drivers.openwebui",
+    "telegram_k": "drivers.telegram_k",
+    "telegram_a": "drivers.telegram_a",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (see drivers/oracle.py)
