@@ -16,6 +16,8 @@ PROFILE_MODULES = {
     "openwebui": "drivers.openwebui",
     "telegram_k": "drivers.telegram_k",
     "telegram_a": "drivers.telegram_a",
+    "librechat": "drivers.librechat",
+    "hermes": "drivers.hermes",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (see drivers/oracle.py)
