@@ -14,6 +14,7 @@ PROFILE_MODULES = {
     "chainlit": "drivers.chainlit",
     "streamlit": "drivers.streamlit",
     "openwebui": "drivers.openwebui",
+    "openclaw": "drivers.openclaw",
     "telegram_k": "drivers.telegram_k",
     "telegram_a": "drivers.telegram_a",
     "librechat": "drivers.librechat",
