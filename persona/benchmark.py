@@ -6,17 +6,16 @@ with its file and line, so a broken benchmark is fixed in one pass and never hal
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InputError, Problem
 from .facts import FactFile, fact_file_name, load_fact_file
-from .jsonc import load_jsonc, pydantic_problems
-from .phases import Check, Phase, split_chapter
+from .jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
+from .phases import Check, Phase, split_chapter, stray_directives
 from .scenario_js import compile_check
+from .script_check import PhasePlay, play_scripts
 
 MANIFEST = "benchmark.json"
 
@@ -43,6 +42,7 @@ class Benchmark(BaseModel):
     profile: FactFile
     fact_files: dict[str, FactFile]  # by name, the profile included under its own name
     phases: list[Phase]
+    plays: list[PhasePlay] = []  # what each phase's JS block did when played at load time
 
     @property
     def name(self) -> str:
@@ -55,6 +55,10 @@ class Benchmark(BaseModel):
     @property
     def checks(self) -> list[Check]:
         return [c for p in self.phases for c in p.checks]
+
+    def display(self, name: str) -> str:
+        """A file of the benchmark as problems name it: relative to the working directory when inside it."""
+        return _rel(self.root, self.root / name)
 
     def resolve_fact_file(self, ref: str) -> str | None:
         """The canonical name of a fact file a phase or tool refers to, case-insensitively."""
@@ -73,7 +77,7 @@ def _rel(root: Path, path: Path) -> str:
         return str(path)
 
 
-def _load_manifest(root: Path) -> Manifest:
+def _load_manifest(root: Path) -> tuple[Manifest, dict[JsonPath, int]]:
     path = root / MANIFEST
     if not root.is_dir():
         raise InputError.single(root, None, "benchmark folder not found")
@@ -81,43 +85,54 @@ def _load_manifest(root: Path) -> Manifest:
     if not isinstance(data, dict):
         raise InputError.single(path, 1, "benchmark.json must hold an object")
     try:
-        return Manifest.model_validate(data)
+        return Manifest.model_validate(data), lines
     except ValidationError as e:
         raise InputError(pydantic_problems(e, path, lines)) from None
 
 
 def load_benchmark(root: Path) -> Benchmark:
     root = root.resolve()
-    manifest = _load_manifest(root)
+    manifest, lines = _load_manifest(root)
     show = lambda name: _rel(root, root / name)  # noqa: E731 - paths as the user typed them
-    problems: list[Problem] = []
+
+    def at(message: str, *path: str | int) -> Problem:
+        """A problem at a value of benchmark.json, e.g. at("...", "chapters", 2)."""
+        return Problem(show(MANIFEST), line_of(lines, path), message)
+
+    problems: list[Problem] = _listing_problems(manifest, at)
 
     instructions = ""
     if (root / manifest.instructions).is_file():
         instructions = (root / manifest.instructions).read_text(encoding="utf-8").strip()
     else:
-        problems.append(Problem(show(MANIFEST), None, f"instructions file {manifest.instructions} not found"))
+        problems.append(at(f"instructions file {manifest.instructions} not found", "instructions"))
 
     profile, profile_problems = load_fact_file(root / manifest.profile, show(manifest.profile))
     problems += profile_problems
     fact_files = {profile.name: profile}
-    for name in manifest.fact_files:
+    for i, name in enumerate(manifest.fact_files):
+        if name in manifest.fact_files[:i] or name in (manifest.profile, manifest.instructions, *manifest.chapters):
+            continue  # listed in two roles: reported by _listing_problems, not parsed twice
         ff, ff_problems = load_fact_file(root / name, show(name))
-        problems += ff_problems
         if ff.name in fact_files:
-            problems.append(Problem(show(MANIFEST), None, f"fact file {name} is listed twice"))
+            problems.append(at(f"fact file {name} has the same name as another one: phases could not tell them apart",
+                               "fact_files", i))
+        problems += ff_problems
         fact_files[ff.name] = ff
 
     phases: list[Phase] = []
-    for chapter in manifest.chapters:
+    for i, chapter in enumerate(manifest.chapters):
         path = root / chapter
+        if chapter in manifest.chapters[:i]:
+            continue  # reported by _listing_problems; played once
         if not path.is_file():
-            problems.append(Problem(show(MANIFEST), None, f"chapter {chapter} not found"))
+            problems.append(at(f"chapter {chapter} not found", "chapters", i))
             continue
         chapter_phases, chapter_problems = split_chapter(path.read_text(encoding="utf-8"), show(chapter), len(phases))
         phases += chapter_phases
         problems += chapter_problems
 
+    problems += stray_directives(instructions, show(manifest.instructions), 1, "in the instructions")
     bench = Benchmark(root=root, manifest=manifest, instructions=instructions, profile=profile,
                       fact_files=fact_files, phases=phases)
     problems += _cross_checks(bench, show)
@@ -130,6 +145,7 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
     """Rules that span files: references, unique check ids, JS that compiles, unlisted files."""
     problems: list[Problem] = []
     seen_checks: dict[str, str] = {}
+    broken: set[int] = set()  # phases whose JS block does not compile: not played
     for phase in bench.phases:
         where = phase.chapter
         for ref in phase.fact_refs:
@@ -142,6 +158,13 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
                 problems.append(Problem(where, edit.line, f"unknown fact file '{edit.file}'"))
             elif bench.fact_files[name].get(edit.fact_id) is None:
                 problems.append(Problem(where, edit.line, f"fact {edit.fact_id} does not exist in {name}.md"))
+        for mention in phase.mentions:
+            name = bench.resolve_fact_file(mention.file)
+            if name is None:
+                problems.append(Problem(where, mention.line, f"'fact {mention.file} {mention.fact_id}': "
+                                        f"unknown fact file '{mention.file}'"))
+            elif bench.fact_files[name].get(mention.fact_id) is None:
+                problems.append(Problem(where, mention.line, f"fact {mention.fact_id} does not exist in {name}.md"))
         for add in phase.additions:
             name = bench.resolve_fact_file(add.file)
             if name is None:
@@ -152,12 +175,12 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
             if check.id in seen_checks:
                 problems.append(Problem(where, check.line, f"check id {check.id} repeats {seen_checks[check.id]}"))
             seen_checks[check.id] = f"{where}:{check.line}"
-        if phase.script is not None:
-            err = compile_check(phase.script)
-            if err:
-                line = phase.script_line + (err.line or 1) - 1
-                problems.append(Problem(where, line, f"JS block does not compile: {err.message}"))
-            problems += _require_all_refs(bench, phase)
+        if phase.script is not None and (err := compile_check(phase.script)):
+            line = phase.script_line + (err.line or 1) - 1
+            problems.append(Problem(where, line, f"JS block does not compile: {err.message}"))
+            broken.add(phase.index)
+    bench.plays, play_problems = play_scripts(bench.phases, bench.resolve_fact_file, broken)
+    problems += play_problems
     listed = {bench.manifest.instructions, bench.manifest.profile, *bench.manifest.fact_files, *bench.manifest.chapters}
     for md in sorted(bench.root.glob("*.md")):
         if md.name not in listed:
@@ -165,18 +188,20 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
     return problems
 
 
-def _require_all_refs(bench: Benchmark, phase: Phase) -> list[Problem]:
-    """`vars.require_all_facts = "x"` must name a real fact file (read statically from the source)."""
+def _listing_problems(manifest: Manifest, at) -> list[Problem]:
+    """Each file plays one role, once: a chapter listed twice would be played twice, or silently once."""
     problems = []
-    for m in re.finditer(r"require_all_facts\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')", phase.script or ""):
-        try:
-            value = json.loads(m.group(1).replace("'", '"'))
-        except ValueError:
-            continue
-        for ref in value if isinstance(value, list) else [value]:
-            if not isinstance(ref, str) or bench.resolve_fact_file(ref) is None:
-                line = phase.script_line + phase.script[: m.start()].count("\n")
-                problems.append(Problem(phase.chapter, line, f"require_all_facts names unknown fact file {ref!r}"))
+    roles: dict[str, str] = {}
+    listed = [(manifest.instructions, "instructions", ("instructions",)), (manifest.profile, "profile", ("profile",)),
+              *((f, "fact file", ("fact_files", i)) for i, f in enumerate(manifest.fact_files)),
+              *((c, "chapter", ("chapters", i)) for i, c in enumerate(manifest.chapters))]
+    for name, role, path in listed:
+        if name in roles:
+            first = roles[name]
+            other = f"the {first}" if first in ("instructions", "profile") else f"a {first}"
+            how = f"twice as a {role}" if first == role else f"as a {role} and as {other}"
+            problems.append(at(f"{name} is listed {how}: a file plays one role, once", *path))
+        roles.setdefault(name, role)
     return problems
 
 

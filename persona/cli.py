@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .benchmark import manifest_schema, validate
+from .benchmark import load_benchmark, manifest_schema
 from .config import Config, load_config
 from .errors import InputError, RunError
 
@@ -45,17 +45,25 @@ def _apply_overrides(config: Config, headed: bool, slow_mo: int | None, trace: s
 
 @app.command()
 def run(
-    config: ConfigOption = Path("config.jsonc"),
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="The config file [default: config.jsonc]")] = None,
     run_ids: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Only these run ids")] = None,
     headed: Annotated[bool, typer.Option("--headed", help="Show the browser")] = False,
     slow_mo: Annotated[Optional[int], typer.Option("--slow-mo", help="Slow each browser action by MS")] = None,
     trace: Annotated[Optional[str], typer.Option("--trace", help="on | off | retain-on-failure")] = None,
     video: Annotated[bool, typer.Option("--video", help="Record a video of each chat")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    dry: Annotated[bool, typer.Option("--dry", help="Scripted persona against an agent that knows every answer, "
+                                      "in process: is every check reachable and gradable, how long is it?")] = False,
+    benchmark: Annotated[Optional[list[Path]], typer.Option("--benchmark", "-b", help="With --dry: this benchmark "
+                                                            "folder, no config needed")] = None,
 ) -> None:
     """Play the runs of the config (all, or --run ID...). Reruns continue where they stopped."""
     from .runner import Runner, plan_runs
 
+    if dry or benchmark:
+        _dry(config, run_ids, benchmark or [], dry)
+        return
+    config = config or Path("config.jsonc")
     if trace not in (None, "on", "off", "retain-on-failure"):
         _fail(f"--trace must be on, off or retain-on-failure, not {trace!r}")
     _console_logging(verbose)
@@ -76,20 +84,70 @@ def run(
         raise typer.Exit(1)
 
 
+def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path], dry: bool) -> None:
+    """`run --dry`: exit 1 unless every benchmark reaches coverage 100 % with every check at 10."""
+    from .dry import play_dry
+
+    if not dry:
+        _fail("--benchmark plays a folder without a config only in a dry run: add --dry")
+    _console_logging(False)
+    try:
+        ready = play_dry(config, run_ids, benchmarks, typer.echo)
+    except InputError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    if not ready:
+        raise typer.Exit(1)
+
+
 @app.command("validate")
-def validate_cmd(benchmarks: Annotated[list[Path], typer.Argument(help="Benchmark folders")]) -> None:
-    """Check benchmarks; every problem is reported with its file and line."""
+def validate_cmd(
+    benchmarks: Annotated[list[Path], typer.Argument(help="Benchmark folders")],
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too")] = False,
+) -> None:
+    """Check benchmarks: errors (unplayable) and warnings (likely mistakes), each with its file and line."""
+    from .lint import lint
+
     bad = 0
     for folder in benchmarks:
-        problems = validate(folder)
-        if problems:
+        try:
+            bench = load_benchmark(folder)
+        except InputError as e:
             bad += 1
-            for p in problems:
-                typer.secho(str(p), fg="red", err=True)
-        else:
-            typer.echo(f"{folder}: ok")
+            for p in e.problems:
+                typer.secho(f"{p}", fg="red", err=True)
+            typer.echo(f"{folder}: {len(e.problems)} error(s)")
+            continue
+        warnings = lint(bench)
+        for w in warnings:
+            typer.secho(f"warning: {w}", fg="yellow", err=True)
+        bad += bool(warnings and strict)
+        counts = f"{len(bench.phases)} phases, {sum(len(f.live_facts()) for f in bench.fact_files.values())} facts, " \
+                 f"{len(bench.checks)} checks"
+        typer.echo(f"{folder}: ok ({counts})" + (f", {len(warnings)} warning(s)" if warnings else ""))
     if bad:
         raise typer.Exit(2)
+
+
+@app.command()
+def new(
+    name: Annotated[str, typer.Argument(help="Folder name of the new benchmark")],
+    folder: Annotated[Path, typer.Option("--dir", help="Where benchmark folders live")] = Path("benchmarks"),
+    language: Annotated[str, typer.Option("--language", "-l", help="en or ru")] = "en",
+) -> None:
+    """Create a skeleton benchmark that validates and dry-runs; replace its content with yours."""
+    from .skeleton import create_skeleton
+
+    try:
+        files = create_skeleton(name, folder, language)
+    except InputError as e:
+        _fail(e)
+    for f in files:
+        typer.echo(f"wrote {f}")
+    target = folder / name
+    typer.echo(f"next: edit the files (see benchmarks/AUTHORING.md), then\n  mmb validate {target}\n"
+               f"  mmb run --dry --benchmark {target}")
 
 
 @app.command()

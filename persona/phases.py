@@ -54,18 +54,28 @@ class FactAddition(BaseModel):
     line: int = 0
 
 
+class FactMention(BaseModel):
+    """`fact family 2.3` in phase prose: the phase is about this one fact (tell it if not told yet)."""
+
+    file: str
+    fact_id: str
+    line: int = 0
+
+
 class Phase(BaseModel):
     index: int  # position in the whole scenario, 0-based
     chapter: str
     title: str
     line: int  # of the '## ' heading
     body: str  # what the persona is shown (the JS block removed)
+    body_line: int = 0  # line of the body's first line in the chapter file
     script: str | None = None
     script_line: int = 0  # line of the first code line in the chapter file
     checks: list[Check] = []
     edits: list[FactEdit] = []
     additions: list[FactAddition] = []
     fact_refs: list[str] = []  # fact files the phase asks to tell, in order of appearance
+    mentions: list[FactMention] = []  # single facts the phase refers to by id
 
 
 ANSWER_MARKERS = ("Correct answer", "Правильный ответ")
@@ -76,12 +86,19 @@ _ANSWER = re.compile(r"\s*(?:" + "|".join(ANSWER_MARKERS) + r")\s*:\s*", re.IGNO
 _EDIT = re.compile(r"^\s*✏\ufe0f?\s*(?P<file>[\w.-]+)\s+(?P<id>\d+\.\d+)\s*:\s*(?P<text>.*?)\s*$")
 _ADD = re.compile(r"^\s*➕\s*(?P<file>[\w.-]+)\s+(?P<section>\d+)\s*:\s*(?P<text>.*?)\s*$")
 _FACT_REF = re.compile(r"(?:facts\s+from|факты\s+из)\s+`?(?P<name>[\w-]+)(?:\.md)?`?", re.IGNORECASE)
+# "fact family 2.3", "facts family 2.3 and 2.4", "fact 2.3 of family", "факт family 2.3", "факт 2.3 из family"
+_IDS = r"\d+\.\d+(?:\s*(?:,|and|и)\s*\d+\.\d+)*"
+_MENTION = re.compile(
+    r"(?<![\w-])(?:facts?|факт[а-я]*)\s+(?:`?(?P<file>[A-Za-z_][\w-]*)`?\s+(?P<ids>" + _IDS + r")"
+    r"|(?P<ids2>" + _IDS + r")\s+(?:of|from|in|из)\s+`?(?P<file2>[A-Za-z_][\w-]*)`?)",
+    re.IGNORECASE,
+)
 _FENCE_OPEN = re.compile(r"^```\s*(js|javascript)\s*$", re.IGNORECASE)
 
 
 def parse_directives(text: str, file: str, first_line: int = 1) -> tuple[dict, list[Problem]]:
     """Checks, edits, additions and fact-file references in phase text."""
-    out: dict = {"checks": [], "edits": [], "additions": [], "fact_refs": []}
+    out: dict = {"checks": [], "edits": [], "additions": [], "fact_refs": [], "mentions": []}
     problems: list[Problem] = []
     for offset, line in enumerate(text.splitlines()):
         lineno = first_line + offset
@@ -101,10 +118,35 @@ def parse_directives(text: str, file: str, first_line: int = 1) -> tuple[dict, l
                 )
             else:
                 problems.append(Problem(file, lineno, "an addition line must read '➕ FILE SECTION: TEXT'"))
+        else:
+            out["mentions"] += fact_mentions(line, lineno)
         for m in _FACT_REF.finditer(line):
             if m["name"] not in out["fact_refs"]:
                 out["fact_refs"].append(m["name"])
     return out, problems
+
+
+def fact_mentions(line: str, lineno: int = 0) -> list[FactMention]:
+    """Single facts named by id in a line of prose."""
+    found = []
+    for m in _MENTION.finditer(line):
+        file, ids = (m["file"], m["ids"]) if m["file"] else (m["file2"], m["ids2"])
+        found += [FactMention(file=file, fact_id=i, line=lineno) for i in re.findall(r"\d+\.\d+", ids)]
+    return found
+
+
+DIRECTIVE_MARKS = ("❓", "✏", "➕")
+
+
+def stray_directives(text: str, file: str, first_line: int, where: str) -> list[Problem]:
+    """Check, edit and addition lines where no phase reads them: they would be silently ignored."""
+    return [Problem(file, first_line + i, f"this {_mark_name(line)} line {where} is never shown to the persona; "
+                    "move it into a '## ' phase")
+            for i, line in enumerate(text.splitlines()) if any(m in line for m in DIRECTIVE_MARKS)]
+
+
+def _mark_name(line: str) -> str:
+    return "check" if "❓" in line else "edit" if "✏" in line else "addition"
 
 
 def _parse_check(line: str, file: str, lineno: int, problems: list[Problem]) -> Check | None:
@@ -135,6 +177,7 @@ def split_chapter(text: str, chapter: str, first_index: int) -> tuple[list[Phase
     heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
     if not heads:
         return [], [Problem(chapter, 1, "no phases: a chapter needs at least one '## ' section")]
+    problems += stray_directives("\n".join(lines[: heads[0]]), chapter, 1, "in the note before the first '## '")
     phases = []
     for n, start in enumerate(heads):
         end = heads[n + 1] if n + 1 < len(heads) else len(lines)
@@ -160,12 +203,13 @@ def _parse_phase(lines: list[str], start: int, end: int, chapter: str, index: in
         script_line = body_start + 2
         body_start = close + 1
     body = "\n".join(lines[body_start:end]).strip()
+    body_line = next((i + 1 for i in range(body_start, end) if lines[i].strip()), end)
     for i in range(body_start, end):
         if _FENCE_OPEN.match(lines[i].strip()):
             problems.append(Problem(chapter, i + 1, "a JS block must come first in its phase, right after the '## ' heading"))
     directives, directive_problems = parse_directives("\n".join(lines[body_start:end]), chapter, body_start + 1)
     phase = Phase(
-        index=index, chapter=chapter, title=title, line=start + 1, body=body,
+        index=index, chapter=chapter, title=title, line=start + 1, body=body, body_line=body_line,
         script=script, script_line=script_line, **directives,
     )
     return phase, problems + directive_problems

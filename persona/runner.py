@@ -123,9 +123,11 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 
 
 class Runner:
-    def __init__(self, config: Config, *, print_line: Callable[[str], None] = print):
+    def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
+                 store_factory: Callable[[Path], RunStore] = RunStore):
         self.config = config
         self.print = print_line
+        self.store_factory = store_factory  # dry runs pass a store that skips durability
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
         async with self._browser(any(needs_browser(p.run.agent.driver) for p in plans)) as browser:
@@ -157,7 +159,7 @@ class Runner:
 
     async def run_one(self, plan: RunPlan, browser: Browser | None) -> RunOutcome:
         current_run.set(plan.run.id)
-        store = RunStore(plan.folder)
+        store = self.store_factory(plan.folder)
         store.lock()
         handler = _run_log_handler(plan)
         try:

@@ -130,21 +130,25 @@ async def run_block(code: str, vars_: dict[str, Any], handlers: dict[str, Handle
     logs: list[str] = []
     started = time.monotonic()
     _js_call(ctx, _WRAP_HEAD + code + _WRAP_TAIL)
+    in_handlers = 0.0  # handler time (a new chat in the browser) is not JS time
     while True:
         while _drain_one(ctx):
-            if time.monotonic() - started > limits.total_time_s:
+            if time.monotonic() - started - in_handlers > limits.total_time_s:
                 raise ScriptError("time limit exceeded")
         requests = json.loads(_js_call(ctx, "JSON.stringify(__outbox.splice(0))"))
         logs += [" ".join(r[2]) for r in requests if r[0] == 0]
         calls = [r for r in requests if r[0] != 0]
         for call_id, name, args in calls:
             ok, payload = True, None
+            handler_started = time.monotonic()
             try:
                 payload = await handlers[name](*args)
             except ScriptError:
                 raise
             except Exception as e:  # reaches JS as a rejected promise, catchable there
                 ok, payload = False, f"{type(e).__name__}: {e}"
+            finally:
+                in_handlers += time.monotonic() - handler_started
             _js_call(ctx, f"__settle({call_id}, {'true' if ok else 'false'}, {json.dumps(json.dumps(payload))})")
         if calls:
             continue

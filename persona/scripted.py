@@ -54,11 +54,13 @@ def _facts_in(listing: str) -> list[Fact]:
     return ff.live_facts()
 
 
-def _tell_file(name: str) -> Plan:
+def _tell_file(name: str, only: str | None = None) -> Plan:
+    """Tell the untold facts of a file, one per message; with `only`, just that fact (if untold)."""
     listing = yield Call("facts_get_untold", {"file": name})
     for fact in _facts_in(listing):
-        yield Say(_sentence(fact.text))
-        yield Call("facts_mark_told", {"file": name, "ids": [fact.id]})
+        if only is None or fact.id == only:
+            yield Say(_sentence(fact.text))
+            yield Call("facts_mark_told", {"file": name, "ids": [fact.id]})
 
 
 def phase_plan(brief: str, language: str) -> Plan:
@@ -68,12 +70,15 @@ def phase_plan(brief: str, language: str) -> Plan:
     for line_no, line in enumerate(brief.splitlines(), 1):
         for ref in parse_directives(line, "phase")[0]["fact_refs"]:
             steps.append((line_no, 0, ("tell", ref)))
+    steps += [(m.line, 1, ("mention", m)) for m in directives["mentions"]]
     steps += [(e.line, 1, ("edit", e)) for e in directives["edits"]]
     steps += [(a.line, 1, ("add", a)) for a in directives["additions"]]
     steps += [(c.line, 1, ("check", c)) for c in directives["checks"]]
     for _, _, (kind, item) in sorted(steps, key=lambda s: (s[0], s[1])):
         if kind == "tell":
             yield from _tell_file(item)
+        elif kind == "mention":
+            yield from _tell_file(item.file, only=item.fact_id)
         elif kind == "edit":
             if item.text == "—":
                 listing = yield Call("facts_read", {"file": item.file})

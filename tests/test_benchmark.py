@@ -86,7 +86,7 @@ def test_russian_answer_marker(write_bench):
     ({"benchmark_json": {"chapters": ["chapter1.md"], "fact_files": ["family.md"], "colour": "red"}},
      "benchmark.json:8: colour: unknown field"),
     ({"benchmark_json": {"chapters": ["chapter1.md", "chapter2.md"], "fact_files": ["family.md"]}},
-     "benchmark.json:None: chapter chapter2.md not found"),
+     "benchmark.json:4: chapter chapter2.md not found"),
     ({"chapter1_md": CHAPTER.replace('vars.require_all_facts = "family";', "vars.x = ;")},
      "chapter1.md:5: JS block does not compile: SyntaxError"),
     ({"chapter1_md": CHAPTER.replace("✏️ family 1.2", "✏️ family 1.9")}, "chapter1.md:11: fact 1.9 does not exist in family.md"),
@@ -98,6 +98,28 @@ def test_russian_answer_marker(write_bench):
     ({"chapter1_md": CHAPTER.replace('require_all_facts = "family"', 'require_all_facts = "pets"')},
      "chapter1.md:5: require_all_facts names unknown fact file 'pets'"),
     ({"chapter1_md": "no phases here\n"}, "chapter1.md:1: no phases"),
+    # A file in two roles, or a chapter twice: its phases would be played twice or skipped.
+    ({"benchmark_json": {"chapters": ["chapter1.md", "chapter1.md"], "fact_files": ["family.md"]}},
+     "benchmark.json:4: chapter1.md is listed twice as a chapter"),
+    ({"benchmark_json": {"chapters": ["chapter1.md"], "fact_files": ["family.md", "profile.md"]}},
+     "benchmark.json:7: profile.md is listed as a fact file and as the profile"),
+    ({"benchmark_json": {"chapters": ["chapter1.md", "family.md"], "fact_files": ["family.md"]}},
+     "benchmark.json:4: family.md is listed as a chapter and as a fact file"),
+    # Lines no phase reads are never asked: an error, not a silent gap.
+    ({"chapter1_md": "# Chapter\n❓ q0 Who am I? Correct answer: Tom\n" + CHAPTER.split("\n", 1)[1]},
+     "chapter1.md:2: this check line in the note before the first '## ' is never shown"),
+    ({"instructions_md": "You are Tom.\n✏️ family 1.2: Ana is 40\n"},
+     "instructions.md:2: this edit line in the instructions is never shown"),
+    # Facts named by id in prose must exist.
+    ({"chapter1_md": CHAPTER.replace("Tell the facts from family.", "Tell the facts from family.\nMention fact family 2.7.")},
+     "chapter1.md:8: fact 2.7 does not exist in family.md"),
+    ({"chapter1_md": CHAPTER.replace("Tell the facts from family.", "Tell the facts from family.\nRecall fact 1.1 of pets.")},
+     "chapter1.md:8: 'fact pets 1.1': unknown fact file 'pets'"),
+    # JS blocks are played in order at load time: runtime errors and computed require_all_facts.
+    ({"chapter1_md": CHAPTER.replace('vars.require_all_facts = "family";', 'vars.n = 1;\nvars.require_all_facts = nope;')},
+     "chapter1.md:6: JS block of phase 'Start' fails when played: ReferenceError"),
+    ({"chapter1_md": CHAPTER.replace('vars.require_all_facts = "family";', 'vars.f = "pe" + "ts";\nvars.require_all_facts = [vars.f];')},
+     "chapter1.md:6: require_all_facts names unknown fact file 'pets': next_phase could never accept"),
     ({"family_md": FAMILY + "1.1 again\n"}, "family.md:9: fact 1.1 is under section 2"),
     ({"family_md": FAMILY.replace("2.1 We", "2.1 We") + "2.1 twice\n"}, "family.md:9: fact id 2.1 repeats line 8"),
     ({"family_md": FAMILY + "just a sentence\n"}, "family.md:9: not a fact line"),
@@ -117,3 +139,23 @@ def test_all_problems_come_at_once(write_bench):
 def test_committed_schema_matches_the_model():
     committed = json.loads((REPO / "benchmarks" / "benchmark.schema.json").read_text())
     assert committed == manifest_schema(), "run: mmb schema > benchmarks/benchmark.schema.json"
+
+
+def test_vars_flow_between_played_blocks(write_bench):
+    """A later block may use what an earlier one stored; played in order, that is not an error."""
+    files = good_files()
+    files["chapter1.md"] = CHAPTER.replace('vars.require_all_facts = "family";', 'vars.file = "family";').replace(
+        "## Later\n", '## Later\n```js\nvars.require_all_facts = vars.file;\nawait bench.newSession();\n```\n')
+    bench = load_benchmark(write_bench(files))
+    assert [(p.required, p.new_sessions) for p in bench.plays] == [([], 0), (["family"], 1)]
+
+
+def test_fact_mentions_in_prose():
+    from persona.phases import fact_mentions
+
+    found = lambda line: [(m.file, m.fact_id) for m in fact_mentions(line)]  # noqa: E731
+    assert found("Tell fact family 2.3 again.") == [("family", "2.3")]
+    assert found("Bring up facts `work` 1.1, 1.2 and 2.4 today.") == [("work", "1.1"), ("work", "1.2"), ("work", "2.4")]
+    assert found("Remind it of fact 3.1 of running.") == [("running", "3.1")]
+    assert found("Напомни факт 1.2 из family и факт profile 2.1.") == [("family", "1.2"), ("profile", "2.1")]
+    assert found("I ran 2.5 km home, then tell the facts from family.") == []

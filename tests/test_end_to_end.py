@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import REPO, demo_run, mmb
 from tests.support.openai_server import OpenAICompatServer, scripted_responder
 
-pytestmark = pytest.mark.usefixtures("chromium")
+# Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
+pytestmark = [pytest.mark.usefixtures("chromium"), pytest.mark.timeout(900)]
 
 
 def load_state(results: Path, run_id: str = "demo") -> dict:

@@ -29,6 +29,13 @@ def test_numbers_are_normalised(text, expected):
     ("watercolour painting", "He paints watercolours.", True),  # stems, not exact words
     ("watercolour painting", "He took up watercolour painting.", True),
     ("14 марта", "День рождения у Лены 14 марта.", True),
+    # A short value needs all its words: a changed title must not match the old one.
+    ("Senior Data Analyst", "You're a Data Analyst at Harbourline.", False),
+    ("Senior Data Analyst", "You were promoted to senior data analyst.", True),
+    ("primary school teacher", "Sam teaches at a primary school.", True),
+    # A longer one may be paraphrased: two thirds of its words.
+    ("hill repeats on Vale Street", "You do hill repeats on Vale now.", True),
+    ("hill repeats on Vale Street", "You do a Zwift session on Vale Street.", False),
 ])
 def test_matching(expected, reply, ok):
     assert matches(expected, reply) is ok

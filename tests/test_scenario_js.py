@@ -33,6 +33,16 @@ def test_new_session_is_awaited_through_the_bridge():
     assert calls == ["new"] and result.vars["s"] == 1 and result.logs == ["done 1"]
 
 
+def test_handler_time_does_not_count_against_the_js_limit():
+    async def slow_new_chat():
+        await asyncio.sleep(0.6)
+
+    limits = Limits(step_time_s=0.3, total_time_s=0.5)
+    result = run("await bench.newSession(); await bench.newSession(); vars.ok = true;",
+                 handlers={"newSession": slow_new_chat}, limits=limits)
+    assert result.vars["ok"] is True
+
+
 def test_a_failing_handler_rejects_in_js():
     async def boom():
         raise RuntimeError("chat gone")
