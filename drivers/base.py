@@ -13,7 +13,7 @@ class Reply:
     """The agent's answer to one message: one or more bubbles, complete."""
 
     bubbles: list[str]
-    signal: str = ""  # which completion signals fired, e.g. "busy-gone+done+stable(150ms)"
+    signal: str = ""  # which completion signals fired, e.g. "busy-gone+done+stable(150ms)" (see reply_watch)
     seconds: float = 0.0  # from send to complete
     notices: list[str] = field(default_factory=list)  # UI notices seen meanwhile (e.g. "context compacted")
 

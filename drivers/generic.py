@@ -72,7 +72,10 @@ class PlaywrightDriver(ChatDriver):
             await self.tracer.start(session_index)
             # A persistent profile opens with a blank tab: use it rather than leave it beside ours.
             blank = [p for p in self.context.pages if p.url in ("about:blank", "")]
-            self.page = blank[0] if blank else await self.context.new_page()
+            try:
+                self.page = blank[0] if blank else await self.context.new_page()
+            except PlaywrightError as e:
+                raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
         url, shown = self._address(self._open_url, session_url), self._address(self.base_url, session_url)
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
@@ -208,8 +211,8 @@ class PlaywrightDriver(ChatDriver):
         try:
             # More user bubbles, or (virtualized lists keep the count flat) one the watch did not mark.
             await page.wait_for_function(
-                "([s, n]) => { const u = document.querySelectorAll(s); return u.length > n || "
-                "(Array.from(u).some(e => !e.hasAttribute('data-mmb-seen')) && !!document.querySelector('[data-mmb-seen]')); }",
+                "([s, n]) => { const u = Array.from(document.querySelectorAll(s)); return u.length > n || "
+                "(!!u.length && !u[u.length - 1].hasAttribute('data-mmb-seen') && u.some(e => e.hasAttribute('data-mmb-seen'))); }",
                 arg=[self._sel.user_message, users_before],
                 timeout=self.profile.send_timeout_s * 1000, polling=self.profile.completion.poll_ms)
         except PlaywrightTimeout:

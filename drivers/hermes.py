@@ -1,6 +1,6 @@
 """Profile for Hermes Agent's native dashboard chat (NousResearch/hermes-agent, web/src/pages/ChatNative.tsx).
 
-Status: built from the source, tested on rebuilt markup (tests/test_librechat_markup.py), not run
+Status: built from the source, tested on rebuilt markup (tests/test_markup_frontends.py), not run
 against Hermes. The released dashboard (PyPI hermes-agent 0.19.0, `hermes dashboard --tui`) has
 no such page: its Chat tab embeds the terminal UI (`hermes --tui` over a PTY WebSocket) in
 xterm.js with the WebGL renderer, so the conversation is pixels on a canvas, with no message

@@ -3,7 +3,7 @@
 Not run here: LibreChat needs MongoDB (and, for its defaults, Meilisearch and a RAG API) and is
 installed from its git repository or Docker images, neither of which this project can fetch
 (only the package registries are reachable; npm has only `librechat-data-provider`). The markup
-test (tests/test_librechat_markup.py) drives a page rebuilt from the client's components.
+test (tests/test_markup_frontends.py) drives a page rebuilt from the client's components.
 
 From the source:
 - input: the composer's TextareaAutosize, `data-testid="text-input"` (id prompt-textarea,

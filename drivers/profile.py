@@ -24,7 +24,7 @@ class Selectors(BaseModel):
     assistant_message: str = Field(..., description="Each agent bubble")
     user_message: str | None = Field(None, description="Each of our bubbles: proves a send, orders replies")
     busy: str | None = Field(None, description="Visible while the agent is generating (stop button, typing...)")
-    done: str | None = Field(None, description="Marks a finished reply, on or after its bubble")
+    done: str | None = Field(None, description="Marks a finished reply: on its bubble (or the bubble's container) or after it")
     ignore: str | None = Field(None, description="Bubbles that are never replies: welcome, placeholders")
     strip: str | None = Field(None, description="Parts of a bubble that are not its text: timestamps, buttons")
     notice: str | None = Field(None, description="UI notices about the agent itself, e.g. context compaction")

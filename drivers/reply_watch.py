@@ -52,6 +52,41 @@ WATCH_JS = r"""
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
   const candidates = () => all(cfg.assistant);
 
+  // Which bubbles belong to this reply, and whether a placeholder still trails it.
+  function assess(w) {
+    let bubbles = candidates();
+    let anchor = null;
+    if (cfg.user) {
+      const users = all(cfg.user);
+      // A virtualized list (Telegram K, OpenClaw) drops old bubbles, so the count may not grow: a last
+      // user bubble without our mark is new too, if marked ones remain (else the list was re-rendered).
+      const fresh = w.marking && !!users.length && !users[users.length - 1].hasAttribute(SEEN) &&
+                    users.some((u) => u.hasAttribute(SEEN));
+      if (users.length <= cfg.usersBefore && !fresh) return null;  // our message is not shown yet
+      anchor = users[users.length - 1];
+      bubbles = bubbles.filter((el) => after(anchor, el));
+    } else if (w.marked && !bubbles.some((el) => el.hasAttribute(SEEN))) {
+      // Re-rendered list: our marks are gone; what is new is what follows the texts shown before.
+      const texts = bubbles.map((el) => (cfg.ignore && el.closest(cfg.ignore) ? null : textOf(el)));
+      let kept = 0, i = 0;
+      for (; i < texts.length && kept < w.before.length; i++) {
+        if (texts[i] === null) continue;
+        if (texts[i] !== w.before[kept]) break;
+        kept++;
+      }
+      bubbles = bubbles.slice(i);
+    } else {
+      bubbles = bubbles.filter((el) => !el.hasAttribute(SEEN));
+    }
+    const shown = bubbles.map((el) => ({el, text: textOf(el), ignored: !!(cfg.ignore && el.closest(cfg.ignore))}));
+    const real = shown.filter((b) => !b.ignored && !isPlaceholder(b.text));
+    const lastReal = real[real.length - 1];
+    // A placeholder after the last real bubble: the agent is still at work on (a part of) the reply.
+    const pending = cfg.placeholderBusy && shown.some((b) => isPlaceholder(b.text) && (!lastReal || after(lastReal.el, b.el)));
+    if (pending) w.placeholderSeen = true;  // a placeholder held the reply open at least once
+    return {anchor, shown, real, lastReal, pending};
+  }
+
   function arm(mark) {
     for (const w of Object.values(W)) if (w.observer) w.observer.disconnect();
     for (const k of Object.keys(W)) delete W[k];
@@ -60,10 +95,12 @@ WATCH_JS = r"""
     const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false,
                before: before.filter((el) => !(cfg.ignore && el.closest(cfg.ignore))).map(textOf),
                marked: mark ? before.length : 0, marking: !!mark, observer: null};
-    if (cfg.busy) {
-      w.observer = new MutationObserver(() => { if (!w.busySeen && busyNow()) w.busySeen = performance.now(); });
-      w.observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
-    }
+    // Between two polls a busy marker or a placeholder may come and go: every DOM change is seen here.
+    w.observer = new MutationObserver(() => {
+      if (cfg.busy && !w.busySeen && busyNow()) w.busySeen = performance.now();
+      if (!w.placeholderSeen) assess(w);
+    });
+    w.observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
     W[cfg.token] = w;
     return w;
   }
@@ -72,41 +109,16 @@ WATCH_JS = r"""
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { if (w.observer) w.observer.disconnect(); delete W[cfg.token]; return true; }
 
-  // Which bubbles belong to this reply.
-  let bubbles = candidates();
-  let anchor = null;
-  const stage = (name) => ({stage: name, busy: busyNow(), busySeen: !!w.busySeen, done: false, bubbles: 0,
-                            pending: false, last: "", stableFor: 0});
-  if (cfg.user) {
-    const users = all(cfg.user);
-    // A virtualized list (Telegram K, OpenClaw) drops old bubbles, so the count may not grow: an
-    // unmarked user bubble is new too, while marked nodes show the list was not re-rendered.
-    const fresh = w.marking && users.some((u) => !u.hasAttribute(SEEN)) && !!document.querySelector(`[${SEEN}]`);
-    if (users.length <= cfg.usersBefore && !fresh) return op === "diagnose" ? stage("our message is not shown") : false;
-    anchor = users[users.length - 1];
-    bubbles = bubbles.filter((el) => after(anchor, el));
-  } else if (w.marked && !bubbles.some((el) => el.hasAttribute(SEEN))) {
-    // Re-rendered list: our marks are gone; what is new is what follows the texts shown before.
-    const texts = bubbles.map((el) => (cfg.ignore && el.closest(cfg.ignore) ? null : textOf(el)));
-    let kept = 0, i = 0;
-    for (; i < texts.length && kept < w.before.length; i++) {
-      if (texts[i] === null) continue;
-      if (texts[i] !== w.before[kept]) break;
-      kept++;
-    }
-    bubbles = bubbles.slice(i);
-  } else {
-    bubbles = bubbles.filter((el) => !el.hasAttribute(SEEN));
+  const seen = assess(w);
+  if (seen === null) {
+    return op !== "diagnose" ? false : {stage: "our message is not shown", busy: busyNow(), busySeen: !!w.busySeen,
+                                        done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
   }
-  const shown = bubbles.map((el) => ({el, text: textOf(el), ignored: !!(cfg.ignore && el.closest(cfg.ignore))}));
-  const real = shown.filter((b) => !b.ignored && !isPlaceholder(b.text));
-  const lastReal = real[real.length - 1];
-  // A placeholder after the last real bubble: the agent is still at work on (a part of) the reply.
-  const pending = cfg.placeholderBusy && shown.some((b) => isPlaceholder(b.text) && (!lastReal || after(lastReal.el, b.el)));
-  if (shown.some((b) => isPlaceholder(b.text))) w.placeholderSeen = true;
+  const {anchor, shown, real, lastReal, pending} = seen;
   const busy = busyNow();
   if (busy && !w.busySeen) w.busySeen = now;
-  const doneMark = (el) => el.matches(cfg.done) || !!el.querySelector(cfg.done) ||
+  // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
+  const doneMark = (el) => !!el.closest(cfg.done) || !!el.querySelector(cfg.done) ||
                            all(cfg.done).some((d) => !d.hasAttribute(SEEN) && after(el, d));
   const done = !!cfg.done && !!lastReal && doneMark(lastReal.el);
   const texts = real.map((b) => b.text);

@@ -1,8 +1,8 @@
 """Profile for Telegram Web A (web.telegram.org/a, Ajaxy/telegram-tt), talking to a bot.
 
 Log in once with a headed browser and keep the session (Web A keeps it in localStorage,
-`user_auth`): `mmb login telegram_a` (from the driver-debug branch), scan the QR code, then run
-with `"agent": {"driver": "telegram_a", "url": "https://web.telegram.org/a/#@<bot_username>"}`.
+`user_auth`): `mmb login telegram_a`, scan the QR code, then run with
+`"agent": {"driver": "telegram_a", "auth": "telegram_a", "url": "https://web.telegram.org/a/#@<bot_username>"}`.
 
 From telegram-tt's source (tests/support/telegram/a/index.html rebuilds it):
 - the input is `#editable-message-text` (contenteditable, role=textbox) inside the message list's
@@ -23,7 +23,7 @@ _INPUT = "#editable-message-text"
 
 PROFILE = Profile(
     name="telegram_a",
-    url=None,  # https://web.telegram.org/a/#@<bot_username>
+    url="https://web.telegram.org/a/",  # where `mmb login` logs in; a run names the bot in agent.url
     selectors=Selectors(
         input=", ".join(f".messages-layout {scope} {_INPUT}" for scope in (
             ".Transition_slide-active", ".Transition > .Transition_slide-to",  # current builds

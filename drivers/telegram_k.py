@@ -2,11 +2,12 @@
 
 Telegram Web keeps its login in IndexedDB, so log in once and keep it:
 
-    mmb login telegram_k          # a headed browser opens: scan the QR code with the phone app
+    mmb login telegram_k          # a headed browser opens at web.telegram.org/k: scan the QR code
 
-(`mmb login` comes with the driver-debug branch; it saves the storage state, IndexedDB included,
-as a git-ignored secret.) Then point a run at the bot with a deep link:
-`"agent": {"driver": "telegram_k", "url": "https://web.telegram.org/k/#@<bot_username>"}`.
+(`mmb login` saves the storage state, IndexedDB included, under .auth/ as an owner-only,
+git-ignored secret; `--wait-for .chatlist-chat` saves as soon as the chat list shows.) Then
+point a run at the bot with a deep link and that login:
+`"agent": {"driver": "telegram_k", "auth": "telegram_k", "url": "https://web.telegram.org/k/#@<bot_username>"}`.
 
 How tweb shows a bot chat, from its source (tests/support/telegram/k/index.html rebuilds it):
 - the message input is a contenteditable with a second, hidden contenteditable mirror
@@ -28,7 +29,7 @@ from .profile import Completion, Profile, Selectors
 
 PROFILE = Profile(
     name="telegram_k",
-    url=None,  # https://web.telegram.org/k/#@<bot_username>
+    url="https://web.telegram.org/k/",  # where `mmb login` logs in; a run names the bot in agent.url
     selectors=Selectors(
         input=".chat-input .input-message-input[contenteditable='true']:not(.input-field-input-fake)",
         send=None,

@@ -14,13 +14,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from playwright.async_api import Browser, async_playwright
-
+from drivers.auth import AuthError, SavedLogin, find_login
 from drivers.base import ChatDriver, DriverError
-from drivers.browser import BrowserStartError, launch_chromium
+from drivers.browser import BrowserHost, BrowserStartError, browser_host
 from drivers.generic import PlaywrightDriver
 from drivers.profile import Profile
 from drivers.oracle import OracleDriver
+from drivers.tracing import show_trace_command
 from drivers.registry import build_profile, needs_browser
 
 from .benchmark import Benchmark, load_benchmark
@@ -47,6 +47,7 @@ class RunPlan:
     profile: Profile | None  # None for in-process drivers
     persona: PersonaConfig
     folder: Path
+    login: SavedLogin | None = None  # agent.auth: read in place, never copied into the folder
 
 
 @dataclass
@@ -83,6 +84,12 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
             continue
         if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        login = None
+        if run.agent.auth:
+            try:
+                login = find_login(config.auth_path(), run.agent.auth)
+            except AuthError as e:
+                problems.append(config.problem(("runs", i, "agent", "auth"), f"run {run.id}: {e}"))
         persona = config.persona_for(run)
         if persona.kind == "openai":
             try:
@@ -90,7 +97,7 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
             except RunError as e:
                 problems.append(config.problem(("runs", i) if run.persona else ("persona",), str(e)))
         plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
-                             folder=config.results_path() / run.id))
+                             folder=config.results_path() / run.id, login=login))
     if problems:
         raise InputError(problems)
     return plans
@@ -130,34 +137,28 @@ class Runner:
         self.store_factory = store_factory  # dry runs pass a store that skips durability
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
-        async with self._browser(any(needs_browser(p.run.agent.driver) for p in plans)) as browser:
+        async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
             gate = asyncio.Semaphore(self.config.parallel)
 
             async def gated(plan: RunPlan) -> RunOutcome:
                 async with gate:
-                    return await self.run_one(plan, browser)
+                    return await self.run_one(plan, browsers)
 
             return list(await asyncio.gather(*(gated(p) for p in plans)))
 
     @contextlib.asynccontextmanager
-    async def _browser(self, wanted: bool) -> AsyncIterator[Browser | None]:
-        """One Chromium for all runs (each gets its own context), started only if a run needs it."""
+    async def _browsers(self, wanted: bool) -> AsyncIterator[BrowserHost | None]:
+        """One browser for all runs (each gets its own context), started when a run first needs it."""
         if not wanted:
             yield None
             return
-        async with async_playwright() as pw:
-            b = self.config.browser
-            try:
-                browser = await launch_chromium(pw, headless=b.headless, slow_mo_ms=b.slow_mo_ms,
-                                                executable_path=b.executable_path)
-            except BrowserStartError as e:
-                raise RunError(str(e)) from None
-            try:
-                yield browser
-            finally:
-                await browser.close()
+        try:
+            async with browser_host(self.config.browser, self.config.base_dir) as host:
+                yield host
+        except BrowserStartError as e:
+            raise RunError(str(e)) from None
 
-    async def run_one(self, plan: RunPlan, browser: Browser | None) -> RunOutcome:
+    async def run_one(self, plan: RunPlan, browser: BrowserHost | None) -> RunOutcome:
         current_run.set(plan.run.id)
         store = self.store_factory(plan.folder)
         store.lock()
@@ -175,7 +176,7 @@ class Runner:
             handler.close()
             store.unlock()
 
-    async def _play(self, plan: RunPlan, browser: Browser | None, store: RunStore, state: RunState) -> RunOutcome:
+    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState) -> RunOutcome:
         state.status, state.error = "running", None
         store.save(state)
         model = make_persona(plan)
@@ -193,7 +194,7 @@ class Runner:
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
-        except (RunError, DriverError) as e:
+        except (RunError, DriverError, BrowserStartError) as e:
             state.status, state.error = "failed", str(e)
         except Exception as e:  # a bug of ours: record it, keep the state resumable
             log.exception("run %s crashed", plan.run.id)
@@ -209,25 +210,22 @@ class Runner:
                        + (f" — {state.error}" if state.error else "") + f"; report: {path}")
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
-    async def _driver(self, plan: RunPlan, browser: Browser | None, url: str | None) -> ChatDriver:
+    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None) -> ChatDriver:
         if plan.profile is None:
             return OracleDriver(plan.bench)
         assert browser is not None
         b = self.config.browser
-        options: dict = {"viewport": {"width": b.viewport[0], "height": b.viewport[1]}}
-        if b.video:
-            options |= {"record_video_dir": str(plan.folder / "videos"),
-                        "record_video_size": options["viewport"]}
-        context = await browser.new_context(**options)
-        return PlaywrightDriver(plan.profile, context, base_url=url, artifacts=plan.folder,
-                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure)
+        chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
+        return PlaywrightDriver(plan.profile, chat.context, base_url=url, artifacts=plan.folder,
+                                trace=b.trace, screenshot_on_failure=b.screenshot_on_failure, secrets=chat.secrets)
 
     async def _close(self, driver: ChatDriver | None, failed: bool) -> None:
         if driver is None:
             return
         try:
             for f in await driver.close(failed=failed):
-                self.print(f"[{current_run.get()}] trace: playwright show-trace {f}")
+                what = f"trace: {show_trace_command(f)}" if f.name.endswith(".trace.zip") else f"video: {f}"
+                self.print(f"[{current_run.get()}] {what}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: benchmark and config folders in tmp, the Chromium to use, running `mmb`."""
+"""Shared fixtures: benchmark and config folders in tmp, the Chromium to use (and a harness on it), running `mmb`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ def chromium() -> str:
     if path is None:
         pytest.skip("no Chromium on this machine (apt-get install chromium)")
     return path
+
+
+@pytest.fixture(scope="module")
+def harness(chromium: str):
+    """A real headless Chromium on an event loop of the module's own, for async driver tests."""
+    from tests.support.async_browser import BrowserHarness
+
+    h = BrowserHarness(chromium)
+    yield h
+    h.close()
 
 
 @pytest.fixture
@@ -53,9 +63,11 @@ def write_config(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
-def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the real CLI in a subprocess, as a user would."""
-    return subprocess.run([sys.executable, "-m", "persona", *args], capture_output=True, text=True,
+def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
+        wrapper: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess, as a user would (`wrapper` goes first, e.g. xvfb-run -a)."""
+    return subprocess.run([*(wrapper or []), sys.executable, "-m", "persona", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL,
                           timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
 
 

@@ -15,18 +15,10 @@ import pytest
 
 from drivers.generic import PlaywrightDriver
 from drivers.registry import build_profile
-from tests.support.async_browser import BrowserHarness
 from tests.support.static_site import serve
 
 MARKUP = Path(__file__).resolve().parent / "support" / "markup"
 PAGES = {"librechat": ("librechat.html", {}), "hermes": ("hermes.html", {"new_session_url": "/hermes.html"})}
-
-
-@pytest.fixture(scope="module")
-def harness(chromium: str) -> Iterator[BrowserHarness]:
-    h = BrowserHarness(chromium)
-    yield h
-    h.close()
 
 
 @pytest.fixture(scope="module")

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from drivers.base import DriverError
-from tests.support.async_browser import BrowserHarness
 from tests.support.chat_lab import NEW_CHAT_ACK, ChatLab, LabScenario
-
-
-@pytest.fixture(scope="module")
-def harness(chromium: str) -> Iterator[BrowserHarness]:
-    h = BrowserHarness(chromium)
-    yield h
-    h.close()
 
 
 def new_session_after_one_message(harness, lab, tmp_path, **profile):

@@ -14,15 +14,7 @@ from pathlib import Path
 import pytest
 
 from drivers.base import ReplyTimeout
-from tests.support.async_browser import BrowserHarness
 from tests.support.chat_lab import ChatLab, LabScenario
-
-
-@pytest.fixture(scope="module")
-def harness(chromium: str) -> Iterator[BrowserHarness]:
-    h = BrowserHarness(chromium)
-    yield h
-    h.close()
 
 
 @pytest.fixture
@@ -115,12 +107,31 @@ def test_done_marker_after_each_bubble(harness, lab, tmp_path):
     assert signal_is(second.signal, "busy-gone", "done"), second.signal
 
 
+def test_done_marker_on_the_container_of_the_text(harness, lab, tmp_path):
+    lab.scenario = LabScenario(text_span=True, busy="none", done="attr", done_delay_ms=700)
+    profile = lab.profile(selectors={"assistant_message": "#log .bubble.bot .text", "user_message": "#log .bubble.me .text"})
+    [reply] = harness.chat(profile, tmp_path, ["nested"])
+    assert reply.bubbles == ["echo: nested"]
+    assert signal_is(reply.signal, "done"), reply.signal
+    assert reply.seconds >= 0.7
+
+
 @pytest.mark.parametrize("placeholder,replace", [("Thinking…", "text"), ("…", "node"), ("", "text")])
 def test_placeholder_bubbles_are_never_the_reply(harness, lab, tmp_path, placeholder, replace):
     lab.scenario = LabScenario(first_token_ms=800, busy="none", placeholder=placeholder, placeholder_replace=replace)
     [reply] = harness.chat(lab.profile(completion={"quiet_ms": 500}), tmp_path, ["hi"])
     assert reply.bubbles == ["echo: hi"]
     assert signal_is(reply.signal, "placeholder-gone"), reply.signal
+
+
+def test_markers_that_come_and_go_between_two_polls_are_still_seen(harness, lab, tmp_path):
+    """Polls every 2 s; the busy marker and the placeholder live 0.4 s: the page's observer sees them."""
+    lab.scenario = LabScenario(first_token_ms=400, chunk_chars=0, busy="typing", placeholder="Thinking…",
+                               user_echo_delay_ms=300)
+    profile = lab.profile(completion={"poll_ms": 2000, "quiet_ms": 500})
+    [reply] = harness.chat(profile, tmp_path, ["quick"])
+    assert reply.bubbles == ["echo: quick"]
+    assert signal_is(reply.signal, "busy-gone", "placeholder-gone"), reply.signal
 
 
 @pytest.mark.parametrize("user_selector", [True, False], ids=["anchored-on-our-bubble", "no-user-selector"])

@@ -30,13 +30,6 @@ FAST = {"completion": {"quiet_ms_with_markers": 1200, "quiet_ms": 1500}}
 
 
 @pytest.fixture(scope="module")
-def harness(chromium: str) -> Iterator[BrowserHarness]:
-    h = BrowserHarness(chromium)
-    yield h
-    h.close()
-
-
-@pytest.fixture(scope="module")
 def site() -> Iterator[str]:
     with serve(telegram.HERE) as url:
         yield url
@@ -162,7 +155,8 @@ def test_a_deep_link_to_another_bot_opens_no_chat(harness, site, client, tmp_pat
         harness.run(go())
 
 
-def test_the_profiles_need_the_bot_url() -> None:
+def test_the_profiles_log_in_at_telegram_web_and_start_bots_by_message() -> None:
     for client in CLIENTS:
         profile = build_profile(client, {}, {})
-        assert profile.url is None and profile.new_session == "message" and profile.selectors.start
+        assert profile.url == f"https://web.telegram.org/{PATH[client]}"
+        assert profile.new_session == "message" and profile.new_session_message == "/new" and profile.selectors.start

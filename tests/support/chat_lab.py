@@ -13,13 +13,13 @@ a bot command.
         page.goto(lab.url + "/")            # redirects to /c/<id>, a fresh chat
         profile = lab.profile()             # the drivers.profile.Profile matching the scenario
 
-The server keeps each conversation (so a reload shows it) and records what it was sent and the
-User-Agent of every request (headless Chromium says "HeadlessChrome"). The reply text comes from
+The server keeps each conversation (so a reload shows it) and records what it was sent, the
+User-Agent of every request (headless Chromium says "HeadlessChrome") and the cookies it got. The reply text comes from
 `responder(text, history) -> bubbles`; by default `echo: <text>`, as many bubbles as
 `scenario.bubbles`. Change `lab.scenario` between page loads to change the behaviour.
 
 DOM: `#log` holds `.bubble.me` (ours) and `.bubble.bot` (the agent's; `.welcome` on the welcome);
-`#box` is the input (textarea or contenteditable), `#send`, `#stop` (visible while busy when
+(with text_span, the text is in a `span.text` inside); `#box` is the input (textarea or contenteditable), `#send`, `#stop` (visible while busy when
 busy="stop-button"), `#typing` (visible while busy when busy="typing"), `#new-chat`. A finished
 bubble gets `data-done="1"` (done="attr") or a `.done-mark` element right after it (done="after").
 """
@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from drivers.profile import Completion, Profile, Selectors
+from tests.support.http_reply import respond
 
 Responder = Callable[[str, list[dict[str, str]]], list[str]]
 NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
@@ -70,6 +71,7 @@ class LabScenario(BaseModel):
     new_chat_navigates: bool = True  # a new /c/<id> address; False: cleared in place, same URL
     slash_new: Literal["reset", "ignore"] = "ignore"  # "/new" as a message: resets (and acks) or is echoed
     user_echo_delay_ms: int = 0  # before our own bubble shows up
+    text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
 
 
 class ChatLab:
@@ -79,6 +81,7 @@ class ChatLab:
         self.conversations: dict[str, list[dict[str, str]]] = {}
         self.received: list[str] = []  # every message text posted, in order
         self.user_agents: list[str] = []  # of every request
+        self.cookies: list[str] = []  # the Cookie header of every request that had one
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -178,14 +181,7 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
+            respond(self, status, body, ctype, headers)
 
         def _json(self, obj: Any, status: int = HTTPStatus.OK) -> None:
             self._send(status, json.dumps(obj, ensure_ascii=False).encode(), "application/json; charset=utf-8")
@@ -194,8 +190,13 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             return json.loads(self.rfile.read(length) or b"{}") if length else {}
 
-        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        def _record(self) -> None:
             lab.user_agents.append(self.headers.get("User-Agent", ""))
+            if self.headers.get("Cookie"):
+                lab.cookies.append(self.headers["Cookie"])
+
+        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            self._record()
             path = self.path.split("?", 1)[0]
             if path == "/":
                 self._send(HTTPStatus.FOUND, b"", "text/plain", {"Location": f"/c/{lab.new_conversation()}"})
@@ -209,7 +210,7 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
                 self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib name
-            lab.user_agents.append(self.headers.get("User-Agent", ""))
+            self._record()
             path = self.path.split("?", 1)[0]
             if path == "/api/new":
                 self._json({"id": lab.new_conversation()})
@@ -261,10 +262,14 @@ _HTML = r"""<!doctype html>
   const msgs = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+  function setText(el, text) {
+    (el.querySelector(".text") || el).textContent = text;
+  }
   function build(m) {
     const el = document.createElement("div");
     el.className = "bubble " + m.role + (m.welcome ? " welcome" : "");
-    el.textContent = m.text;
+    if (cfg.text_span) el.append(Object.assign(document.createElement("span"), {className: "text"}));
+    setText(el, m.text);
     const marked = m.done && m.role === "bot";
     if (marked && cfg.done === "attr") el.dataset.done = "1";
     const frag = document.createDocumentFragment();
@@ -299,7 +304,7 @@ _HTML = r"""<!doctype html>
       old.replaceWith(fresh);
       return;
     }
-    old.textContent = m.text;
+    setText(old, m.text);
     if (m.done && cfg.done === "attr") old.dataset.done = "1";
   }
   function remove(m) {

@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -45,6 +46,8 @@ class NpmInstalled:
 def npm_install(name: str, packages: tuple[str, ...], *, path_first: Path | None = None,
                 timeout_s: float = 1800) -> NpmInstalled:
     """`npm install` the pinned packages into .frontends/<name>/, or reuse what is there."""
+    if shutil.which("npm") is None:
+        raise RuntimeError("npm is not installed (Debian: apt-get install npm); the Node frontends need it")
     home = frontends_dir() / name
     home.mkdir(parents=True, exist_ok=True)
     stamp = home / "installed.json"
