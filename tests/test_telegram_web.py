@@ -160,3 +160,27 @@ def test_the_profiles_log_in_at_telegram_web_and_start_bots_by_message() -> None
         profile = build_profile(client, {}, {})
         assert profile.url == f"https://web.telegram.org/{PATH[client]}"
         assert profile.new_session == "message" and profile.new_session_message == "/new" and profile.selectors.start
+
+
+def test_a_benchmark_plays_through_the_web_k_markup_with_mmb_run(site, write_config, tmp_path) -> None:
+    """The real `mmb run` path: deep link from config.jsonc, START, multi-bubble replies, /new, grades."""
+    import json
+
+    from tests.conftest import mmb
+
+    bench = Path(__file__).resolve().parent / "support" / "frontend_bench"
+    config = write_config([{"id": "tg", "benchmark": str(bench),
+                            "agent": {"driver": "telegram_k", "url": _url(site, "telegram_k")}}])
+    done = mmb("run", "-c", str(config), timeout=900)
+    folder = tmp_path / "results" / "tg"
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = json.loads((folder / "state.json").read_text())
+    assert state["status"] == "finished"
+    exchanges = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
+    told = [x for x in exchanges if x["reply"][0].startswith("Noted: ")]
+    assert told and all(len(x["reply"]) == 2 for x in told), [x["reply"] for x in exchanges]
+    assert [s["reason"] for s in state["sessions"]] == ["start", "newSession"]
+    assert state["sessions"][1]["reset_sign"].startswith("agent acknowledged '/new'")
+    scores = {e["check_id"]: e["score"] for e in state["evaluations"]}
+    # s1's answer is in the second bubble of its reply; n1 was told before /new, which the bot forgot.
+    assert scores["s1"] == 10 and scores["n1"] == 0, scores
