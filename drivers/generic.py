@@ -24,6 +24,7 @@ from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited,
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
+from .url_secrets import expand, fragment, without_fragment
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,15 @@ class PlaywrightDriver(ChatDriver):
         self.profile = profile
         self.name = profile.name
         self.context = context
-        self.base_url = base_url or profile.url
+        self.base_url = base_url or profile.url  # as configured: `${NAME}` placeholders stay, for messages
         if not self.base_url:
             raise DriverError(f"profile {profile.name!r} needs a chat URL (agent.url in config.jsonc)")
+        try:
+            self._open_url, url_secrets = expand(self.base_url)
+        except ValueError as e:
+            raise DriverError(f"profile {profile.name!r}: {e}") from None
         self.artifacts = artifacts
-        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=secrets)
+        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=(*secrets, *url_secrets))
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
         self._crashed = False
@@ -81,17 +86,27 @@ class PlaywrightDriver(ChatDriver):
             if self._sel.dismiss:  # Playwright clicks it away before any action it would block
                 await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
             self.page.on("crash", self._on_crash)
-        url = urljoin(self.base_url, session_url) if session_url else self.base_url
+        url, shown = self._address(self._open_url, session_url), self._address(self.base_url, session_url)
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
         except PlaywrightError as e:
-            raise await self._error(f"cannot open the chat at {url}: {str(e).splitlines()[0]}") from None
+            raise await self._error(f"cannot open the chat at {shown}: {str(e).splitlines()[0]}") from None
+        if self._sel.start:
+            await self._press_start()
         await self._wait_ready()
         return SessionInfo(url=self.session_url)
 
     def _on_crash(self, page: Page) -> None:
         log.warning("the chat page crashed")
         self._crashed = True
+
+    @staticmethod
+    def _address(base: str, session_url: str | None) -> str:
+        """Where to open a saved chat; the base URL's fragment (a token handoff) goes along."""
+        if not session_url:
+            return base
+        url = urljoin(base, session_url)
+        return url if "#" in url else url + fragment(base)
 
     async def close(self, failed: bool = False) -> list[Path]:
         """Traces first (they need the open context), then the video, written once the context closed."""
@@ -123,7 +138,7 @@ class PlaywrightDriver(ChatDriver):
         if self.page is None:
             return None
         url = self.page.url
-        base = self.base_url.rstrip("/")
+        base = without_fragment(self._open_url).rstrip("/")
         return url[len(base):] or "/" if url.startswith(base) else url
 
     # -- sending and replies -------------------------------------------------------------------
@@ -164,7 +179,7 @@ class PlaywrightDriver(ChatDriver):
         count = await users.count()
         if count <= user_messages_before:
             return None
-        if _squash(await users.nth(count - 1).inner_text()) != _squash(text):
+        if _squash(await self._text_of(users.nth(count - 1))) != _squash(text):
             return None
         log.info("resume: the message was already sent; waiting for its reply instead of sending it again")
         self._turn += 1
@@ -232,7 +247,7 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(
                 f"the message did not show up as sent: no new {self._sel.user_message!r} "
                 f"within {self.profile.send_timeout_s:g} s") from None
-        shown = await page.locator(self._sel.user_message).last.inner_text()
+        shown = await self._text_of(page.locator(self._sel.user_message).last)
         if _squash(shown) != _squash(text):  # markdown rendering changes text, so this only warns
             log.warning("the chat shows our message as %r, not as typed (%r)", shown[:120], text[:120])
 
@@ -244,7 +259,12 @@ class PlaywrightDriver(ChatDriver):
         mode = self.profile.new_session
         await self.tracer.group("new session")
         try:
-            if mode == "message":
+            if mode == "message" and self.profile.new_session_message_opens_chat:
+                before = await self._messages_shown()
+                await self._type(self.profile.new_session_message)
+                await self._submit()
+                sign = f"sent {self.profile.new_session_message!r}; " + await self._verify_reset(mode, old_url, before)
+            elif mode == "message":
                 sign = await self._reset_by_message()
             else:
                 before = await self._messages_shown()
@@ -253,7 +273,7 @@ class PlaywrightDriver(ChatDriver):
                     if self._sel.new_chat_confirm:
                         await self._click(self._sel.new_chat_confirm, "new chat confirmation")
                 elif mode == "url":
-                    await page.goto(urljoin(self.base_url, self.profile.new_session_url or self.base_url))
+                    await page.goto(self._address(self._open_url, self.profile.new_session_url))
                 else:
                     await page.reload()
                 sign = await self._verify_reset(mode, old_url, before)
@@ -313,6 +333,12 @@ class PlaywrightDriver(ChatDriver):
             raise DriverError("the chat is not open")
         return self.page
 
+    async def _text_of(self, bubble) -> str:
+        """A bubble's text without what the profile strips (a time inside the bubble, buttons)."""
+        return await bubble.evaluate(
+            "(el, strip) => { const c = el.cloneNode(true); if (strip) c.querySelectorAll(strip).forEach(s => s.remove());"
+            " return c.textContent || ''; }", self._sel.strip)
+
     async def _click(self, selector: str | None, what: str) -> None:
         if not selector:
             raise DriverError(f"profile {self.profile.name!r} has no selector for {what}")
@@ -320,6 +346,25 @@ class PlaywrightDriver(ChatDriver):
             await self._page().locator(selector).filter(visible=True).first.click(timeout=15000)
         except PlaywrightError as e:
             raise await self._error(f"cannot click {what} {selector!r}: {str(e).splitlines()[0]}") from None
+
+    async def _press_start(self) -> None:
+        """A bot chat opened for the first time shows START where the input goes: press it, take the greeting."""
+        page = self._page()
+        try:
+            await page.locator(f"{self._sel.input}, {self._sel.start}").filter(visible=True).first.wait_for(
+                state="visible", timeout=self.profile.ready_timeout_s * 1000)
+        except PlaywrightTimeout:
+            return  # _wait_ready names the input that is missing
+        start = page.locator(self._sel.start).filter(visible=True)
+        if not await start.count():
+            return
+        users_before = await self.user_message_count()
+        watch = ReplyWatch(page, self.profile, users_before or 0)
+        await watch.arm()
+        await self._click(self._sel.start, "start")
+        await self._wait_sent(users_before, "/start")
+        greeting = await self._collect(watch, "start")
+        log.info("pressed start; the agent greeted with %r", greeting.text[:120])
 
     async def _wait_ready(self) -> None:
         try:

@@ -33,6 +33,8 @@ class Selectors(BaseModel):
     dismiss: str | None = Field(None, description="Clicked whenever it shows up over the chat: what's-new dialogs, banners")
     error: str | None = Field(None, description="Shown instead of a reply when the agent fails (error bubble, toast)")
     ready: str | None = Field(None, description="Present once the chat has rendered its history (else: the input)")
+    start: str | None = Field(None, description="Shown instead of the input in a chat never used: a Telegram "
+                                                "bot's START, pressed once on opening (its greeting is not a reply)")
 
 
 class Completion(BaseModel):
@@ -73,6 +75,9 @@ class Profile(BaseModel):
     new_session_ack: str | None = Field(
         DEFAULT_NEW_SESSION_ACK, description="With new_session 'message': the agent's reply (minus the command) "
                                              "must match this regex (case-insensitive); None accepts any reply")
+    new_session_message_opens_chat: bool = Field(
+        False, description="With new_session 'message': the UI itself opens a fresh chat on it (OpenClaw's /new), "
+                           "so the reset is verified like a button's, not by the agent's acknowledgement")
     new_session_url: str | None = None
     reset_timeout_s: float = Field(15, description="After 'new chat', the old messages must be gone this soon")
     send_timeout_s: float = Field(15, description="Our bubble must show up this soon after sending")

@@ -14,6 +14,11 @@ PROFILE_MODULES = {
     "chainlit": "drivers.chainlit",
     "streamlit": "drivers.streamlit",
     "openwebui": "drivers.openwebui",
+    "openclaw": "drivers.openclaw",
+    "telegram_k": "drivers.telegram_k",
+    "telegram_a": "drivers.telegram_a",
+    "librechat": "drivers.librechat",
+    "hermes": "drivers.hermes",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (see drivers/oracle.py)

@@ -1,0 +1,48 @@
+"""Profile for OpenClaw's web chat: the Control UI the gateway serves (npm `openclaw`, seen on 2026.9.6).
+
+Start the gateway (`openclaw gateway run`, default http://127.0.0.1:18789/) and point a run at it
+with its token in the URL fragment, taken from the environment so it stays out of config.jsonc,
+logs and traces: `"url": "http://127.0.0.1:18789/#token=${OPENCLAW_GATEWAY_TOKEN}"`. The UI moves
+the token into the tab's session storage and drops it from the address, so saved chat URLs
+(`/chat/main/<id>`) carry no secret; reopening one after a restart passes the fragment again.
+
+What the UI does, as driven here (Lit, light DOM):
+- every chat opened in the tab stays in the DOM in a pane cache, composer included (laid out, so
+  "visible", but inert); only `.chat-pane-cache__pane--active` is the chat on screen, so the input and
+  every message selector are scoped to it;
+- the transcript is virtualized (rows leave the DOM when far from view), which the driver handles
+  by marking bubbles instead of counting them;
+- while the agent works, a reading/working indicator shows and the streamed bubble has class
+  `streaming`; when the turn is over a recap "Done in N seconds" (`.chat-turn-recap`) appears
+  under the reply: that is the done marker;
+- "+" (`a.sidebar-new-session`, "New conversation") opens a draft at /new that becomes a session
+  with the first message; typing `/new` does the same in place (`new_session: "message"` with
+  `new_session_message_opens_chat`). Both are verified by the emptied transcript and the new URL.
+"""
+
+from .profile import Completion, Profile, Selectors
+
+PANE = ".chat-pane-cache__pane--active"
+
+PROFILE = Profile(
+    name="openclaw",
+    url="http://127.0.0.1:18789/#token=${OPENCLAW_GATEWAY_TOKEN}",
+    selectors=Selectors(
+        # the chat's composer, or the draft page's that "+" opens ("What should this session work on?")
+        input=f"{PANE} textarea[aria-label='Chat composer'], textarea.new-session-page__message",
+        send=None,  # Enter sends (aria-keyshortcuts="Enter"); Shift+Enter breaks a line
+        assistant_message=f"{PANE} .chat-group.assistant .chat-bubble .chat-text",
+        user_message=f"{PANE} .chat-group.user .chat-bubble .chat-text",
+        busy=f"{PANE} .chat-reading-indicator, {PANE} .chat-working-indicator, {PANE} .chat-bubble.streaming",
+        done=f"{PANE} .chat-turn-recap",
+        new_chat="a.sidebar-new-session, a.sidebar-brand__new-thread",
+    ),
+    # A local agent turn takes seconds to minutes (tools, workspace context): be patient.
+    completion=Completion(first_bubble_timeout_s=300, timeout_s=900),
+    new_session="button",
+    new_session_message="/new",
+    new_session_message_opens_chat=True,
+    ready_timeout_s=300,  # the Control UI loads a large bundle and then the chat history
+    send_timeout_s=60,
+    reset_timeout_s=60,
+)

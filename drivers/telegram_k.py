@@ -1,0 +1,48 @@
+"""Profile for Telegram Web K (web.telegram.org/k, morethanwords/tweb), talking to a bot.
+
+Telegram Web keeps its login in IndexedDB, so log in once and keep it:
+
+    mmb login telegram_k          # a headed browser opens at web.telegram.org/k: scan the QR code
+
+(`mmb login` saves the storage state, IndexedDB included, under .auth/ as an owner-only,
+git-ignored secret; `--wait-for .chatlist-chat` saves as soon as the chat list shows.) Then
+point a run at the bot with a deep link and that login:
+`"agent": {"driver": "telegram_k", "auth": "telegram_k", "url": "https://web.telegram.org/k/#@<bot_username>"}`.
+
+How tweb shows a bot chat, from its source (tests/support/telegram/k/index.html rebuilds it):
+- the message input is a contenteditable with a second, hidden contenteditable mirror
+  (`.input-field-input-fake`) that has the same classes, hence the `:not(...)`; Enter sends, and
+  newlines are typed as Shift+Enter; with an empty input the send button is the microphone;
+- messages are `.bubble[data-mid]`, ours `.is-out`, the bot's `.is-in`; the time sits inside the
+  text and is stripped; a bot answers in one or several bubbles, all collected;
+- while the bot "types", tweb shows `.peer-typing-container` in the chat-list row of the open chat
+  (for bots the top bar keeps saying "bot"): that is the busy marker. Bubbles come seconds apart,
+  so the quiet window is longer than a bot's pause between them;
+- a bot never used shows START instead of the input; it is pressed once on opening (sends /start);
+- a new session is the bot's `/new` command; the history stays on screen, so the reset is
+  verified by the bot's acknowledgement (`new_session_ack`). Set `new_session_message` if the
+  bot uses another command (/reset, /clear).
+- tweb drops bubbles far from the viewport; the driver marks bubbles rather than counting them.
+"""
+
+from .profile import Completion, Profile, Selectors
+
+PROFILE = Profile(
+    name="telegram_k",
+    url="https://web.telegram.org/k/",  # where `mmb login` logs in; a run names the bot in agent.url
+    selectors=Selectors(
+        input=".chat-input .input-message-input[contenteditable='true']:not(.input-field-input-fake)",
+        send=None,
+        assistant_message=".bubbles .bubble.is-in:not(.service)",
+        user_message=".bubbles .bubble.is-out:not(.service)",
+        busy=".chatlist-chat.active .peer-typing-container, .topbar .peer-typing-container",
+        strip=".time, .reactions, .reply, .name, .bubble-beside-button",
+        start=".chat-input-control .chat-input-control-button",
+    ),
+    input_method="type",  # the editor (Tiptap in new builds) takes keystrokes, not a filled value
+    new_session="message",
+    new_session_message="/new",
+    completion=Completion(quiet_ms=4000, quiet_ms_with_markers=3000, first_bubble_timeout_s=180, timeout_s=900),
+    send_timeout_s=30,
+    ready_timeout_s=120,
+)

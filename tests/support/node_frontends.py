@@ -1,0 +1,187 @@
+"""Installing and starting real Node chat frontends (OpenClaw) for the integration tests.
+
+Like tests/support/frontends.py does for Python frontends: each package goes into its own folder
+under `.frontends/` (git-ignored, or $MMB_FRONTENDS_DIR), installed from the npm registry with
+pinned versions and reused while the pins are unchanged. OpenClaw needs Node 24, which the npm
+package `node` ships, so Node itself is installed the same way and put first on PATH.
+
+The gateway runs with the process-group starter of frontends.py, in a throwaway HOME holding a
+config written here, on 127.0.0.1, offline, against a local OpenAI-compatible model server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .chat_model import ChatModel, text_of
+from .frontends import Frontend, Launch, Running, _tail, frontends_dir, start
+
+NODE = ("node@24.21.0",)  # OpenClaw 2026.9.6 requires >=24.16 <25 (or >=26.1); the npm `node` package ships it
+OPENCLAW = ("openclaw@2026.9.6",)
+MODEL_PROVIDER = "mmb"
+
+
+@dataclass
+class NpmInstalled:
+    home: Path
+    seconds: float  # 0 when reused
+    versions: dict[str, str]
+
+    @property
+    def bin(self) -> Path:
+        return self.home / "node_modules" / ".bin"
+
+
+def npm_install(name: str, packages: tuple[str, ...], *, path_first: Path | None = None,
+                timeout_s: float = 1800) -> NpmInstalled:
+    """`npm install` the pinned packages into .frontends/<name>/, or reuse what is there."""
+    if shutil.which("npm") is None:
+        raise RuntimeError("npm is not installed (Debian: apt-get install npm); the Node frontends need it")
+    home = frontends_dir() / name
+    home.mkdir(parents=True, exist_ok=True)
+    stamp = home / "installed.json"
+    with open(home / ".lock", "w") as lock:  # two test runs must not install into one folder at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and json.loads(stamp.read_text()).get("packages") == list(packages):
+            return NpmInstalled(home, 0.0, json.loads(stamp.read_text())["versions"])
+        stamp.unlink(missing_ok=True)
+        started = time.monotonic()
+        env = dict(os.environ)
+        if path_first is not None:  # install scripts check the Node they run under
+            env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
+        log = home / "install.log"
+        with open(log, "w") as out:
+            done = subprocess.run(["npm", "install", "--prefix", str(home), "--no-audit", "--no-fund",
+                                   "--loglevel=error", *packages], stdout=out, stderr=subprocess.STDOUT,
+                                  env=env, timeout=timeout_s, cwd=home)
+        if done.returncode != 0:
+            raise RuntimeError(f"npm install {' '.join(packages)} failed; see {log}:\n{_tail(log)}")
+        versions = {p.rsplit("@", 1)[0]: json.loads((home / "node_modules" / p.rsplit("@", 1)[0] / "package.json")
+                                                    .read_text())["version"] for p in packages}
+        seconds = time.monotonic() - started
+        stamp.write_text(json.dumps({"packages": list(packages), "versions": versions, "seconds": round(seconds)}))
+        return NpmInstalled(home, seconds, versions)
+
+
+@dataclass
+class OpenClawInstall:
+    node: NpmInstalled
+    openclaw: NpmInstalled
+
+    @property
+    def seconds(self) -> float:
+        return self.node.seconds + self.openclaw.seconds
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {**self.node.versions, **self.openclaw.versions}
+
+
+def install_openclaw() -> OpenClawInstall:
+    node = npm_install("node24", NODE)
+    return OpenClawInstall(node, npm_install("openclaw", OPENCLAW, path_first=node.bin))
+
+
+def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
+    """What `openclaw onboard --non-interactive --auth-choice custom-api-key` writes, plus the
+    offline settings; written directly because onboarding takes a minute and needs the same inputs."""
+    ref = f"{MODEL_PROVIDER}/{model}"
+    return {
+        "agents": {"defaults": {"workspace": str(workdir / "workspace"), "skipBootstrap": True,
+                                "model": {"primary": ref}, "models": {ref: {}}}},
+        "gateway": {"mode": "local", "bind": "loopback", "auth": {"mode": "token"},  # the token comes from env
+                    "tailscale": {"mode": "off"}},
+        "update": {"checkOnStart": False},
+        "logging": {"file": str(workdir / "openclaw-file.log")},  # not the shared /tmp/openclaw
+        "discovery": {"mdns": {"mode": "off"}},
+        "models": {"mode": "merge", "providers": {MODEL_PROVIDER: {
+            "baseUrl": model_url, "api": "openai-completions", "apiKey": "sk-local-test",
+            "models": [{"id": model, "name": model, "contextWindow": 128000, "maxTokens": 4096, "input": ["text"],
+                        "reasoning": False, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
+        }}},
+    }
+
+
+def _openclaw_frontend(installed: OpenClawInstall, token: str) -> Frontend:
+    openclaw = installed.openclaw.bin / "openclaw"
+
+    def env(launch: Launch) -> dict[str, str]:
+        return {"PATH": f"{installed.node.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+                "OPENCLAW_HOME": str(launch.workdir), "OPENCLAW_GATEWAY_TOKEN": token,
+                "OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_DISABLE_BONJOUR": "1", "OPENCLAW_SKIP_CHANNELS": "1",
+                "OPENCLAW_OFFLINE": "1", "OPENCLAW_NO_RESPAWN": "1"}
+
+    return Frontend(name="openclaw", requirements=(), env=env, ready_timeout_s=900,
+                    command=lambda bin, launch: [str(openclaw), "gateway", "run", "--port", str(launch.port),
+                                                 "--bind", "loopback"])
+
+
+@contextlib.contextmanager
+def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, workdir: Path,
+                     token: str) -> Iterator[Running]:
+    """The gateway, serving its Control UI, until the block ends (stopped with its process group).
+
+    On a loaded two-core machine the first start takes minutes (SQLite state, plugin scan); the
+    gateway also refuses to report ready when a worker misses its 5 s start-up deadline, so one
+    failed start is retried.
+    """
+    config = workdir / ".openclaw" / "openclaw.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps(gateway_config(workdir, model_url, model), indent=1))
+    frontend = _openclaw_frontend(installed, token)
+    for attempt in (1, 2):
+        stack = contextlib.ExitStack()
+        try:
+            running = stack.enter_context(start(frontend, model_url=model_url, model=model, workdir=workdir))
+            break
+        except RuntimeError:
+            stack.close()
+            if attempt == 2:
+                raise
+    with stack:
+        yield running
+
+
+# -- the model behind the gateway ----------------------------------------------------------------
+
+_ENVELOPE_HEAD = re.compile(r"^\[[^\]\n]*\]\s*(Conversation info:[^`]*```.*?```\s*)?", re.S)
+_ENVELOPE_TAIL = re.compile(r"\n\s*Runtime: [^\n]*\s*$")
+_INTERNAL = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+
+
+def person_said(content: Any) -> str | None:
+    """What the person typed, from an OpenClaw user message; None for the gateway's own context."""
+    text = text_of(content).strip()
+    if not text or text.startswith(_INTERNAL):
+        return None
+    return _ENVELOPE_TAIL.sub("", _ENVELOPE_HEAD.sub("", text)).strip()
+
+
+class OpenClawChatModel(ChatModel):
+    """ChatModel that reads OpenClaw's requests as a model would: the person's words, not the wrapping.
+
+    OpenClaw prefixes each user message with a timestamp and sender info, appends a runtime line,
+    and adds a context-only user message; left in, they would look like statements and questions.
+    """
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        plain = []
+        for m in messages:
+            if m.get("role") == "user":
+                said = person_said(m.get("content"))
+                if said:
+                    plain.append({"role": "user", "content": said})
+            elif m.get("role") == "assistant":
+                plain.append({"role": "assistant", "content": text_of(m.get("content"))})
+        return super().__call__(plain, tools)

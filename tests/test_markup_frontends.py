@@ -1,0 +1,70 @@
+"""The LibreChat and Hermes profiles against markup rebuilt from their client source.
+
+Neither runs here (see the module docstrings of drivers/librechat.py and drivers/hermes.py), so
+tests/support/markup/ reproduces each chat's DOM around a small streamed model: the test checks
+that the shipped selectors find the input, wait out the stream (busy marker), read the reply
+without headers or placeholders, and that a new chat really starts empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drivers.generic import PlaywrightDriver
+from drivers.registry import build_profile
+from tests.support.static_site import serve
+
+MARKUP = Path(__file__).resolve().parent / "support" / "markup"
+PAGES = {"librechat": ("librechat.html", {}), "hermes": ("hermes.html", {"new_session_url": "/hermes.html"})}
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    with serve(MARKUP) as url:
+        yield url
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_a_chat_and_a_new_chat_through_the_rebuilt_page(harness, site, name, tmp_path) -> None:
+    page, options = PAGES[name]
+    profile = build_profile(name, {}, options)
+
+    async def go() -> tuple[list[str], str]:
+        driver = PlaywrightDriver(profile, await harness.browser.new_context(), base_url=site + page,
+                                  artifacts=tmp_path)
+        try:
+            await driver.open(None)
+            replies = [await driver.send("Our dog is called Biscuit."),
+                       await driver.send("What is our dog called?")]
+            info = await driver.new_session()
+            replies.append(await driver.send("What is our dog called?"))
+        finally:
+            await driver.close()
+        assert all(r.signal.startswith("busy-gone") for r in replies), [r.signal for r in replies]
+        return [r.text for r in replies], info.reset_sign
+
+    replies, sign = harness.run(go())
+    assert replies == ["Got it: Our dog is called Biscuit.", "You told me: Our dog is called Biscuit.",
+                       "You did not tell me that in this chat."]
+    assert "no messages left (2 before)" in sign
+
+
+def test_without_the_busy_marker_a_slow_stream_is_cut(harness, site, tmp_path) -> None:
+    """The control: LibreChat's stop button is what keeps a paused stream from being taken as done."""
+    profile = build_profile("librechat", {"busy": None}, {"completion": {"quiet_ms": 300}})
+
+    async def go() -> str:
+        context = await harness.browser.new_context()
+        await context.add_init_script(
+            "window.addEventListener('DOMContentLoaded', () => { window.mmbModel.config.wordMs = 700; })")
+        driver = PlaywrightDriver(profile, context, base_url=site + "librechat.html", artifacts=tmp_path)
+        try:
+            await driver.open(None)
+            return (await driver.send("Our dog is called Biscuit.")).text
+        finally:
+            await driver.close()
+
+    assert harness.run(go()) in ("Got", "Got it:", "Got it: Our", "Got it: Our dog")
