@@ -1,8 +1,8 @@
 """An instrumented chat page for the bench: a reply of known length, streamed at a known pace.
 
 It keeps the DOM contract of the demo chat (drivers/demo.py works on it unchanged): textarea#prompt,
-button#send (Enter sends too), .msg.user / .msg.assistant bubbles, button#stop visible while busy,
-data-done="1" on a finished reply. The page records, per turn, when our bubble appeared, when each
+#messages[data-ready] (no history to load), button#send (Enter sends too), .msg.user / .msg.assistant
+bubbles, button#stop visible while busy, data-done="1" on a finished reply. The page records, per turn, when our bubble appeared, when each
 chunk of the reply reached the DOM and when the busy marker went away, as epoch milliseconds
 (performance.timeOrigin + performance.now()), readable from `window.__bench.turns`. That gives the
 agent's own reply time (first bubble to last chunk) and the moment a driver could at best know the
@@ -23,7 +23,7 @@ PAGE = r"""<!doctype html>
 #messages{flex:1;overflow:auto;padding:8px}.msg{margin:4px 0;padding:6px;border-radius:6px;white-space:pre-wrap}
 .user{background:#dde}.assistant{background:#eee}form{display:flex;gap:4px;padding:8px}textarea{flex:1}</style>
 </head><body>
-<main id="messages" aria-busy="false"></main>
+<main id="messages" aria-busy="false" data-ready="1"></main>
 <form id="composer"><textarea id="prompt" rows="1"></textarea>
 <button id="send" type="submit">Send</button><button id="stop" type="button" hidden>Stop</button></form>
 <script>

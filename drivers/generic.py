@@ -367,16 +367,18 @@ class PlaywrightDriver(ChatDriver):
         log.info("pressed start; the agent greeted with %r", greeting.text[:120])
 
     async def _wait_ready(self) -> None:
-        try:
-            await self._page().locator(self._sel.input).filter(visible=True).first.wait_for(
-                state="visible", timeout=self.profile.ready_timeout_s * 1000)
-            if self._sel.ready:  # the history is rendered: a restart may now look for its own message
-                await self._page().locator(self._sel.ready).first.wait_for(
-                    state="attached", timeout=self.profile.ready_timeout_s * 1000)
-        except PlaywrightTimeout:
-            raise await self._error(
-                f"input selector {self._sel.input!r} matched nothing visible at {self._page().url} "
-                f"within {self.profile.ready_timeout_s:g} s") from None
+        """The input is visible and, where the profile names one, the `ready` marker is in the page
+        (the history is rendered, so a restart may look for its own message)."""
+        page, timeout = self._page(), self.profile.ready_timeout_s * 1000
+        waits = [("input", self._sel.input, page.locator(self._sel.input).filter(visible=True).first, "visible")]
+        if self._sel.ready:
+            waits.append(("ready", self._sel.ready, page.locator(self._sel.ready).first, "attached"))
+        for what, selector, locator, state in waits:
+            try:
+                await locator.wait_for(state=state, timeout=timeout)
+            except PlaywrightTimeout:
+                raise await self._error(f"{what} selector {selector!r} matched nothing {state} at {page.url} "
+                                        f"within {self.profile.ready_timeout_s:g} s") from None
 
     async def _error(self, message: str, kind: type[DriverError] = DriverError) -> DriverError:
         """A DriverError with a screenshot of the page as it was (when enabled and possible)."""
