@@ -150,6 +150,16 @@ def load_benchmark(root: Path) -> Benchmark:
     return bench
 
 
+def _missing_fact(bench: Benchmark, where: str, line: int, file: str, fact_id: str, quote: str = "") -> list[Problem]:
+    """What is wrong with a reference to fact `fact_id` of fact file `file`, if anything."""
+    name = bench.resolve_fact_file(file)
+    if name is None:
+        return [Problem(where, line, f"{quote}unknown fact file '{file}'")]
+    if bench.fact_files[name].get(fact_id) is None:
+        return [Problem(where, line, f"fact {fact_id} does not exist in {name}.md")]
+    return []
+
+
 def _cross_checks(bench: Benchmark, show) -> list[Problem]:
     """Rules that span files: references, unique check ids, JS that compiles, unlisted files."""
     problems: list[Problem] = []
@@ -162,18 +172,10 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
                 problems.append(Problem(where, phase.line, f"phase '{phase.title}' refers to fact file '{ref}', "
                                         f"which is not listed in benchmark.json fact_files"))
         for edit in phase.edits:
-            name = bench.resolve_fact_file(edit.file)
-            if name is None:
-                problems.append(Problem(where, edit.line, f"unknown fact file '{edit.file}'"))
-            elif bench.fact_files[name].get(edit.fact_id) is None:
-                problems.append(Problem(where, edit.line, f"fact {edit.fact_id} does not exist in {name}.md"))
+            problems += _missing_fact(bench, where, edit.line, edit.file, edit.fact_id)
         for mention in phase.mentions:
-            name = bench.resolve_fact_file(mention.file)
-            if name is None:
-                problems.append(Problem(where, mention.line, f"'fact {mention.file} {mention.fact_id}': "
-                                        f"unknown fact file '{mention.file}'"))
-            elif bench.fact_files[name].get(mention.fact_id) is None:
-                problems.append(Problem(where, mention.line, f"fact {mention.fact_id} does not exist in {name}.md"))
+            problems += _missing_fact(bench, where, mention.line, mention.file, mention.fact_id,
+                                      quote=f"'fact {mention.file} {mention.fact_id}': ")
         for add in phase.additions:
             name = bench.resolve_fact_file(add.file)
             if name is None:

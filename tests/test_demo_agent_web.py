@@ -13,6 +13,7 @@ import pytest
 
 from demo_agent.brain import NOTICE_TEXT
 from demo_agent.web import DemoChatServer
+from drivers.browser import CHROMIUM_ARGS
 
 CHROMIUM = "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
@@ -21,15 +22,7 @@ pytest.importorskip("playwright.sync_api")
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+ARGS = ["--no-sandbox", *CHROMIUM_ARGS]  # the driver's own offline flags
 WELCOME = "Hi! I'm DemoMind. Tell me about your life — I'll try to remember."
 
 # Records, in order, every bubble added to #messages (with its classes at that moment) and
