@@ -1,17 +1,26 @@
 """Phase JS blocks in a QuickJS sandbox: `vars`, `bench.*`, time and memory limits, no I/O.
 
-QuickJS refuses calls into Python while a time limit is set, so `bench.*` calls are queued in an
-outbox inside JS; Python runs the (async) handlers between JS steps and settles the promises.
-A slow handler (a new chat in the browser) therefore never counts against the JS time limit.
+Each block runs in a child process of its own (persona/scenario_js_worker.py): after hitting its
+memory limit QuickJS may lose jobs or crash its process a few blocks later, and neither may happen
+to the run. QuickJS refuses calls into Python while a time limit is set, so `bench.*` calls are
+queued in an outbox inside JS; the child passes them here, where the (async) handlers run, and
+their results go back to settle the promises. A slow handler (a new chat in the browser) therefore
+never counts against the JS time limit.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import quickjs
@@ -135,40 +144,107 @@ def _drain_one(ctx: quickjs.Context) -> bool:
         raise _script_error(str(e)) from None
 
 
-async def run_block(code: str, vars_: dict[str, Any], handlers: dict[str, Handler], limits: Limits = Limits()) -> ScriptResult:
-    """Run one phase block; returns the new `vars` (JSON values only) and bench.log lines."""
-    ctx = _new_context(vars_, limits)
-    logs: list[str] = []
-    started = time.monotonic()
-    _js_call(ctx, _WRAP_HEAD + code + _WRAP_TAIL)
-    in_handlers = 0.0  # handler time (a new chat in the browser) is not JS time
-    while True:
-        while _drain_one(ctx):
-            if time.monotonic() - started - in_handlers > limits.total_time_s:
+class JsBlock:
+    """One block in its own QuickJS context, stepped from outside (by the worker process): each step
+    runs JS until the block is done or waits on `bench.*` calls."""
+
+    def __init__(self, code: str, vars_: dict[str, Any], limits: Limits):
+        self._ctx = _new_context(vars_, limits)
+        self._total_time_s = limits.total_time_s
+        self._js_time = 0.0  # handler time (a new chat in the browser) is not JS time
+        started = time.monotonic()
+        _js_call(self._ctx, _WRAP_HEAD + code + _WRAP_TAIL)
+        self._js_time += time.monotonic() - started
+
+    def step(self) -> dict[str, Any]:
+        """`{"calls": [[id, name, args], ...], "logs": [...]}` while the block waits on bench calls,
+        then `{"done": vars, "logs": [...]}`; a failure raises ScriptError."""
+        started = time.monotonic()
+        while _drain_one(self._ctx):
+            if self._js_time + time.monotonic() - started > self._total_time_s:
                 raise ScriptError("time limit exceeded")
-        requests = json.loads(_js_call(ctx, "JSON.stringify(__outbox.splice(0))"))
-        logs += [" ".join(r[2]) for r in requests if r[0] == 0]
+        requests = json.loads(_js_call(self._ctx, "JSON.stringify(__outbox.splice(0))"))
+        self._js_time += time.monotonic() - started
+        logs = [" ".join(r[2]) for r in requests if r[0] == 0]
         calls = [r for r in requests if r[0] != 0]
-        for call_id, name, args in calls:
-            ok, payload = True, None
-            handler_started = time.monotonic()
-            try:
-                payload = await handlers[name](*args)
-            except ScriptError:
-                raise
-            except Exception as e:  # reaches JS as a rejected promise, catchable there
-                ok, payload = False, f"{type(e).__name__}: {e}"
-            finally:
-                in_handlers += time.monotonic() - handler_started
-            _js_call(ctx, f"__settle({call_id}, {'true' if ok else 'false'}, {json.dumps(json.dumps(payload))})")
         if calls:
-            continue
-        done = json.loads(_js_call(ctx, "JSON.stringify(__done)"))
+            return {"calls": calls, "logs": logs}
+        done = json.loads(_js_call(self._ctx, "JSON.stringify(__done)"))
         if done is None:
             raise ScriptError("the block awaits something that never resolves")
         if not done["ok"]:
             raise _script_error(done["error"] or "")
-        out = json.loads(_js_call(ctx, "JSON.stringify(vars === undefined ? {} : vars)"))
+        out = json.loads(_js_call(self._ctx, "JSON.stringify(vars === undefined ? {} : vars)"))
         if not isinstance(out, dict):
             raise ScriptError("`vars` must stay an object")
-        return ScriptResult(vars=out, logs=logs)
+        return {"done": out, "logs": logs}
+
+    def settle(self, results: list[list[Any]]) -> None:
+        """Resolve (or reject) the promises of the calls of the last step: `[[id, ok, payload], ...]`."""
+        for call_id, ok, payload in results:
+            _js_call(self._ctx, f"__settle({call_id}, {'true' if ok else 'false'}, {json.dumps(json.dumps(payload))})")
+
+
+class _Worker:
+    """The child process a block runs in, spoken to in JSON lines; killed on the way out."""
+
+    def __init__(self, limits: Limits):
+        self._timeout_s = limits.total_time_s + 10  # the child's own limits fire first: this is for a hung child
+        root = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        self._proc = subprocess.Popen([sys.executable, "-m", "persona.scenario_js_worker"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self._proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._died() from None
+
+    def receive(self) -> dict[str, Any]:
+        ready, _, _ = select.select([self._proc.stdout], [], [], self._timeout_s)
+        if not ready:
+            raise ScriptError("time limit exceeded (the JS sandbox stopped answering)")
+        line = self._proc.stdout.readline()
+        if not line:
+            raise self._died()
+        return json.loads(line)
+
+    def _died(self) -> ScriptError:
+        code = self._proc.wait()
+        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        return ScriptError(f"memory limit exceeded, most likely: the JS sandbox crashed ({how})", approximate=True)
+
+    def close(self) -> None:
+        self._proc.kill()
+        self._proc.wait()
+        self._proc.stdin.close()
+        self._proc.stdout.close()
+
+
+async def run_block(code: str, vars_: dict[str, Any], handlers: dict[str, Handler], limits: Limits = Limits()) -> ScriptResult:
+    """Run one phase block; returns the new `vars` (JSON values only) and bench.log lines."""
+    worker = _Worker(limits)
+    try:
+        worker.send({"code": code, "vars": vars_, "limits": asdict(limits)})
+        logs: list[str] = []
+        while True:
+            step = worker.receive()
+            logs += step.get("logs", [])
+            if "error" in step:
+                raise ScriptError(step["error"], step["line"], step["approximate"])
+            if "done" in step:
+                return ScriptResult(vars=step["done"], logs=logs)
+            worker.send({"settle": [await _call(handlers, *call) for call in step["calls"]]})
+    finally:
+        worker.close()
+
+
+async def _call(handlers: dict[str, Handler], call_id: int, name: str, args: list[Any]) -> list[Any]:
+    try:
+        return [call_id, True, await handlers[name](*args)]
+    except ScriptError:
+        raise
+    except Exception as e:  # reaches JS as a rejected promise, catchable there
+        return [call_id, False, f"{type(e).__name__}: {e}"]

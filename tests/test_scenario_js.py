@@ -82,3 +82,20 @@ def test_compile_check_reports_the_line():
     err = compile_check("vars.a = 1;\nvars.b = ;")
     assert err is not None and err.line == 2 and "SyntaxError" in err.message
     assert compile_check("await bench.newSession();") is None
+
+
+def test_a_crashed_sandbox_is_a_script_error_not_a_crash_of_the_run(tmp_path, monkeypatch):
+    # QuickJS may crash its process some blocks after running out of memory; here the worker dies at once.
+    crashing_python = tmp_path / "python"
+    crashing_python.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crashing_python.chmod(0o755)
+    monkeypatch.setattr("sys.executable", str(crashing_python))
+    with pytest.raises(ScriptError) as err:
+        run("vars.a = 1;")
+    assert "crashed (signal SIGSEGV)" in err.value.message and err.value.approximate
+
+
+def test_each_block_gets_a_fresh_sandbox():
+    # Globals a block leaves behind must not leak into the next one (each runs in its own process).
+    run("globalThis.leftover = 1;")
+    assert run("vars.t = typeof leftover;").vars["t"] == "undefined"
