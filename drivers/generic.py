@@ -40,6 +40,25 @@ _EMPTY_FOR_JS = """([s, ig, settle]) => {
 }"""
 
 
+# The centre of the send button if a click there lands on it now and a frame later (enabled, not
+# covered, not moving), scrolled into view first; else null. Frames have their own coordinates: null.
+_CLICK_POINT_JS = """async (el) => {
+  if (window !== window.top || el.disabled || el.getAttribute("aria-disabled") === "true") return null;
+  const r0 = el.getBoundingClientRect();
+  if (r0.top < 0 || r0.left < 0 || r0.bottom > innerHeight || r0.right > innerWidth) el.scrollIntoView({block: "nearest"});
+  const at = () => {
+    const r = el.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+    const hit = r.width > 0 && r.height > 0 && document.elementFromPoint(x, y);
+    return hit && (hit === el || el.contains(hit)) ? {x, y} : null;
+  };
+  const first = at();
+  if (!first) return null;
+  await new Promise((ok) => { requestAnimationFrame(() => ok()); setTimeout(ok, 50); });  // no frames when minimized
+  const second = at();
+  return second && second.x === first.x && second.y === first.y ? second : null;
+}"""
+
+
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
@@ -152,12 +171,11 @@ class PlaywrightDriver(ChatDriver):
         await self.tracer.group(step)
         try:
             started = time.monotonic()
-            users_before = await self.user_message_count()
-            watch = ReplyWatch(page, self.profile, users_before or 0)
+            watch = ReplyWatch(page, self.profile)
             await watch.arm()
             await self._type(text)
             await self._submit()
-            await self._wait_sent(users_before, text)
+            await self._wait_sent(watch, text)
             if on_sent:
                 await on_sent()
             reply = await self._collect(watch, step)
@@ -225,29 +243,29 @@ class PlaywrightDriver(ChatDriver):
     async def _submit(self) -> None:
         page = self._page()
         try:
-            if self._sel.send:
-                await page.locator(self._sel.send).filter(visible=True).first.click(timeout=self.profile.send_timeout_s * 1000)
-            else:
+            if not self._sel.send:
                 await page.locator(self._sel.input).filter(visible=True).first.press("Enter")
+                return
+            button = page.locator(self._sel.send).filter(visible=True).first
+            timeout = self.profile.send_timeout_s * 1000
+            # A button that is plainly clickable gets one real mouse click at its centre; anything
+            # else (disabled, covered, moving, in a frame) gets Playwright's click, which waits.
+            point = await button.evaluate(_CLICK_POINT_JS, timeout=timeout)
+            if point:
+                await page.mouse.click(point["x"], point["y"])
+            else:
+                await button.click(timeout=timeout)
         except PlaywrightError as e:
             raise await self._error(f"cannot send with {self._sel.send or 'Enter'!r}: {str(e).splitlines()[0]}") from None
 
-    async def _wait_sent(self, users_before: int | None, text: str) -> None:
-        if users_before is None:
+    async def _wait_sent(self, watch: ReplyWatch, text: str) -> None:
+        if not self._sel.user_message:
             return
-        page = self._page()
-        try:
-            # More user bubbles, or (virtualized lists keep the count flat) one the watch did not mark.
-            await page.wait_for_function(
-                "([s, n]) => { const u = Array.from(document.querySelectorAll(s)); return u.length > n || "
-                "(!!u.length && !u[u.length - 1].hasAttribute('data-mmb-seen') && u.some(e => e.hasAttribute('data-mmb-seen'))); }",
-                arg=[self._sel.user_message, users_before],
-                timeout=self.profile.send_timeout_s * 1000, polling=self.profile.completion.poll_ms)
-        except PlaywrightTimeout:
+        shown = await watch.wait_sent()
+        if shown is None:
             raise await self._error(
                 f"the message did not show up as sent: no new {self._sel.user_message!r} "
-                f"within {self.profile.send_timeout_s:g} s") from None
-        shown = await self._text_of(page.locator(self._sel.user_message).last)
+                f"within {self.profile.send_timeout_s:g} s")
         if _squash(shown) != _squash(text):  # markdown rendering changes text, so this only warns
             log.warning("the chat shows our message as %r, not as typed (%r)", shown[:120], text[:120])
 
@@ -358,11 +376,10 @@ class PlaywrightDriver(ChatDriver):
         start = page.locator(self._sel.start).filter(visible=True)
         if not await start.count():
             return
-        users_before = await self.user_message_count()
-        watch = ReplyWatch(page, self.profile, users_before or 0)
+        watch = ReplyWatch(page, self.profile)
         await watch.arm()
         await self._click(self._sel.start, "start")
-        await self._wait_sent(users_before, "/start")
+        await self._wait_sent(watch, "/start")
         greeting = await self._collect(watch, "start")
         log.info("pressed start; the agent greeted with %r", greeting.text[:120])
 

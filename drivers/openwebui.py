@@ -33,6 +33,6 @@ PROFILE = Profile(
         dismiss="[role=dialog] button[aria-label=Close]",
     ),
     # the last text render can trail the busy marker by a frame or two on a loaded machine
-    completion=Completion(quiet_ms_with_markers=300),
+    completion=Completion(quiet_ms_with_markers=300, quiet_ms_with_done=300),
     ready_timeout_s=120,
 )

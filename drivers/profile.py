@@ -44,9 +44,12 @@ class Completion(BaseModel):
 
     quiet_ms: int = Field(1500, description="Nothing changed this long, when no busy/done marker has spoken")
     quiet_ms_with_markers: int = Field(
-        120, description="Nothing changed this long once busy was seen and is gone, or done is shown; raise it "
+        120, description="Nothing changed this long once busy was seen and is gone (no done marker); raise it "
                          "above the pause between bubbles for agents that send several (Telegram bots)")
-    poll_ms: int = 40
+    quiet_ms_with_done: int = Field(
+        40, description="Nothing changed this long once the done marker is shown on the last bubble and busy is "
+                        "gone: the UI itself says the reply is over, so this only lets a last render land")
+    poll_ms: int = Field(40, description="Checks between DOM changes (the page is also checked on every change)")
     first_bubble_timeout_s: float = Field(120, description="No reply bubble at all after this: error")
     timeout_s: float = Field(600, description="Hard limit for a whole reply")
     placeholder_patterns: list[str] = Field(

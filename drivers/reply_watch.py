@@ -1,39 +1,43 @@
 """Knowing when the agent's reply is complete: watched inside the page, judged by three signals.
 
 Before a message is sent, `arm` marks what is already in the chat and starts a MutationObserver
-that notices a busy marker even if it flashes between two polls. Then `wait` polls one function in
-the page until the reply is complete:
+that notices a busy marker even if it flashes between two checks. Then `wait_sent` and `wait` each
+make one call into the page that returns when its stage is over: the page checks on every DOM
+change, when a quiet window runs out and every `poll_ms`, so the end of a reply is seen within
+milliseconds, with no round trip per poll.
 
 * the reply is every agent bubble after our own (last) bubble; without a user selector, every
   bubble that was not there before sending (by node, or by text once the list was re-rendered);
 * welcome and ignored bubbles never count; placeholder bubbles ("Thinking…", "…", empty) are not
   text, and one shown after the last real bubble means the agent is still working;
 * complete = at least one real bubble, no busy marker visible, the done marker shown on or after
-  the last bubble (when the profile has one), and nothing changed for a quiet window. The window
-  is short (`quiet_ms_with_markers`) once a marker has spoken (busy seen and gone, or done shown)
-  and long (`quiet_ms`) when only text stability can tell, e.g. a busy marker that never showed.
+  the last bubble (when the profile has one), and nothing changed for a quiet window: short
+  (`quiet_ms_with_done`) when the done marker says so, longer (`quiet_ms_with_markers`) when only a
+  busy marker seen and gone speaks, long (`quiet_ms`) when only text stability can tell.
 
-The result names the signals that fired, e.g. "busy-gone+done+stable(130ms)", which goes into
+The result names the signals that fired, e.g. "busy-gone+done+stable(45ms)", which goes into
 transcript.jsonl; a timeout says which stage it was stuck in.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
-from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from .profile import Profile
 
 WATCH_JS = r"""
-({op, cfg}) => {
+({op, cfg, limits}) => {
   const W = (window.__mmbWatch = window.__mmbWatch || {});
-  const now = performance.now();
   const SEEN = "data-mmb-seen";
+  const MIN_GAP_MS = 8;  // a burst of DOM changes (a streamed token touches several nodes) is judged once
   const all = (s) => (s ? Array.from(document.querySelectorAll(s)) : []);
   const visible = (el) => (el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                                : !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length));
@@ -48,22 +52,32 @@ WATCH_JS = r"""
     }
     return t.trim();
   };
+  const plainText = (el) => {  // our own bubble as the chat shows it, without what the profile strips
+    const c = el.cloneNode(true);
+    if (cfg.strip) c.querySelectorAll(cfg.strip).forEach((s) => s.remove());
+    return c.textContent || "";
+  };
   const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
   const candidates = () => all(cfg.assistant);
+
+  // Our message is in the chat: more user bubbles than before, or (a virtualized list such as
+  // Telegram K's or OpenClaw's drops old bubbles, so the count may not grow) a last user bubble
+  // without our mark while marked ones remain (else the list was re-rendered).
+  function ours(w) {
+    const users = all(cfg.user);
+    const fresh = w.marking && !!users.length && !users[users.length - 1].hasAttribute(SEEN) &&
+                  users.some((u) => u.hasAttribute(SEEN));
+    return users.length > w.usersBefore || fresh ? users[users.length - 1] : null;
+  }
 
   // Which bubbles belong to this reply, and whether a placeholder still trails it.
   function assess(w) {
     let bubbles = candidates();
     let anchor = null;
     if (cfg.user) {
-      const users = all(cfg.user);
-      // A virtualized list (Telegram K, OpenClaw) drops old bubbles, so the count may not grow: a last
-      // user bubble without our mark is new too, if marked ones remain (else the list was re-rendered).
-      const fresh = w.marking && !!users.length && !users[users.length - 1].hasAttribute(SEEN) &&
-                    users.some((u) => u.hasAttribute(SEEN));
-      if (users.length <= cfg.usersBefore && !fresh) return null;  // our message is not shown yet
-      anchor = users[users.length - 1];
+      anchor = ours(w);
+      if (!anchor) return null;  // our message is not shown yet
       bubbles = bubbles.filter((el) => after(anchor, el));
     } else if (w.marked && !bubbles.some((el) => el.hasAttribute(SEEN))) {
       // Re-rendered list: our marks are gone; what is new is what follows the texts shown before.
@@ -87,15 +101,23 @@ WATCH_JS = r"""
     return {anchor, shown, real, lastReal, pending};
   }
 
+  function end(w, value) {  // the watch is over: a pending wait resolves with `value`
+    if (w.observer) w.observer.disconnect();
+    if (w.stop) w.stop(value);
+    for (const k of Object.keys(W)) if (W[k] === w) delete W[k];
+    return value;
+  }
+
   function arm(mark) {
-    for (const w of Object.values(W)) if (w.observer) w.observer.disconnect();
-    for (const k of Object.keys(W)) delete W[k];
+    for (const other of Object.values(W)) end(other, null);
     const before = candidates();
     if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error]) for (const el of all(s)) el.setAttribute(SEEN, "1");
-    const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false,
+    const now = performance.now();
+    const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false, recheckAt: 0,
+               usersBefore: cfg.usersBefore === null ? all(cfg.user).length : cfg.usersBefore,
                before: before.filter((el) => !(cfg.ignore && el.closest(cfg.ignore))).map(textOf),
-               marked: mark ? before.length : 0, marking: !!mark, observer: null};
-    // Between two polls a busy marker or a placeholder may come and go: every DOM change is seen here.
+               marked: mark ? before.length : 0, marking: !!mark, observer: null, stop: null};
+    // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
     w.observer = new MutationObserver(() => {
       if (cfg.busy && !w.busySeen && busyNow()) w.busySeen = performance.now();
       if (!w.placeholderSeen) assess(w);
@@ -104,59 +126,106 @@ WATCH_JS = r"""
     W[cfg.token] = w;
     return w;
   }
-  if (op === "arm") { arm(cfg.mark); return true; }
-  // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
-  const w = W[cfg.token] || arm(false);
-  if (op === "disarm") { if (w.observer) w.observer.disconnect(); delete W[cfg.token]; return true; }
 
   // An error shown where the reply should be (a new one, after our message) ends the wait at once.
-  if (cfg.error && op !== "diagnose") {
-    const users = cfg.user ? all(cfg.user) : [];
-    const ours = users.length > cfg.usersBefore ? users[users.length - 1] : null;
-    const errors = all(cfg.error).filter((el) => visible(el) && !el.hasAttribute(SEEN) && (!ours || after(ours, el)));
-    if (errors.length) {
-      if (op === "check") { if (w.observer) w.observer.disconnect(); delete W[cfg.token]; }
-      return {error: textOf(errors[errors.length - 1]) || "(an empty error)", bubbles: [], signal: "error", notices: []};
-    }
+  function shownError(w) {
+    if (!cfg.error) return null;
+    const anchor = cfg.user ? ours(w) : null;
+    const errors = all(cfg.error).filter((el) => visible(el) && !el.hasAttribute(SEEN) && (!anchor || after(anchor, el)));
+    if (!errors.length) return null;
+    return {error: textOf(errors[errors.length - 1]) || "(an empty error)", bubbles: [], signal: "error", notices: []};
   }
-  const seen = assess(w);
-  if (seen === null) {
-    return op !== "diagnose" ? false : {stage: "our message is not shown", busy: busyNow(), busySeen: !!w.busySeen,
-                                        done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
-  }
-  const {anchor, shown, real, lastReal, pending} = seen;
-  const busy = busyNow();
-  if (busy && !w.busySeen) w.busySeen = now;
-  // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
-  const doneMark = (el) => !!el.closest(cfg.done) || !!el.querySelector(cfg.done) ||
-                           all(cfg.done).some((d) => !d.hasAttribute(SEEN) && after(el, d));
-  const done = !!cfg.done && !!lastReal && doneMark(lastReal.el);
-  const texts = real.map((b) => b.text);
-  // Stability counts from the last change of the text or of any marker.
-  const sig = JSON.stringify([texts, busy, done, pending]);
-  if (sig !== w.sig) { w.sig = sig; w.since = now; }
-  const stableFor = now - w.since;
-  if (op === "diagnose") {
-    const name = texts.length ? "reply not complete" : (shown.length || busy ? "reply not started (only placeholders or a busy marker)" : "no reply bubble");
-    return {stage: name, busy, busySeen: !!w.busySeen, done, bubbles: texts.length, pending,
-            last: (texts[texts.length - 1] || "").slice(-200), stableFor};
-  }
-  if (op === "started") return shown.length > 0 || busy || !!w.busySeen;
 
-  // op === "check"
-  if (!texts.length || busy || pending || (cfg.done && !done)) return false;
-  const markersSpoke = done || (!!cfg.busy && !!w.busySeen);
-  const quiet = markersSpoke ? cfg.quietMarkers : cfg.quiet;
-  if (stableFor < quiet) return false;
-  const signal = [];
-  if (cfg.busy) signal.push(w.busySeen ? "busy-gone" : "busy-unseen");
-  if (cfg.done) signal.push("done");
-  if (w.placeholderSeen) signal.push("placeholder-gone");
-  signal.push(`stable(${Math.round(stableFor)}ms)`);
-  const notices = all(cfg.notice).filter((n) => !n.hasAttribute(SEEN) && (!anchor || after(anchor, n))).map(textOf);
-  if (w.observer) w.observer.disconnect();
-  delete W[cfg.token];
-  return {bubbles: texts, signal: signal.join("+"), notices};
+  // What the chat shows of the reply now; `complete` is set once busy, done, placeholders and
+  // the quiet window all agree. `w.recheckAt` is when a quiet window still running will be over.
+  function judge(w) {
+    const now = performance.now();
+    const seen = assess(w);
+    if (seen === null) return {stage: "our message is not shown", started: false, busy: busyNow(), busySeen: !!w.busySeen,
+                               done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
+    const {anchor, shown, real, lastReal, pending} = seen;
+    const busy = busyNow();
+    if (busy && !w.busySeen) w.busySeen = now;
+    // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
+    const doneMark = (el) => !!el.closest(cfg.done) || !!el.querySelector(cfg.done) ||
+                             all(cfg.done).some((d) => !d.hasAttribute(SEEN) && after(el, d));
+    const done = !!cfg.done && !!lastReal && doneMark(lastReal.el);
+    const texts = real.map((b) => b.text);
+    // Stability counts from the last change of the text or of any marker.
+    const sig = JSON.stringify([texts, busy, done, pending]);
+    if (sig !== w.sig) { w.sig = sig; w.since = now; }
+    const stableFor = now - w.since;
+    const stage = texts.length ? "reply not complete"
+                : (shown.length || busy ? "reply not started (only placeholders or a busy marker)" : "no reply bubble");
+    const state = {stage, started: shown.length > 0 || busy || !!w.busySeen, busy, busySeen: !!w.busySeen, done,
+                   bubbles: texts.length, pending, last: (texts[texts.length - 1] || "").slice(-200), stableFor};
+    if (!texts.length || busy || pending || (cfg.done && !done)) return state;
+    // The done marker is the UI saying so; a busy marker gone says less (another bubble may follow).
+    const quiet = done ? cfg.quietDone : (cfg.busy && w.busySeen ? cfg.quietMarkers : cfg.quiet);
+    if (stableFor < quiet) { w.recheckAt = w.since + quiet; return state; }
+    const signal = [];
+    if (cfg.busy) signal.push(w.busySeen ? "busy-gone" : "busy-unseen");
+    if (cfg.done) signal.push("done");
+    if (w.placeholderSeen) signal.push("placeholder-gone");
+    signal.push(`stable(${Math.round(stableFor)}ms)`);
+    const notices = all(cfg.notice).filter((n) => !n.hasAttribute(SEEN) && (!anchor || after(anchor, n))).map(textOf);
+    state.complete = {bubbles: texts, signal: signal.join("+"), notices};
+    return state;
+  }
+
+  // One stage of the exchange, waited for inside the page: checked at once, again on every DOM
+  // change (so a reply's end is noticed within a few ms, not a polling period later), when a quiet
+  // window runs out, and every pollMs (for what changes without a DOM mutation: styles, layout).
+  function wait(w) {
+    return new Promise((resolve) => {
+      const t0 = performance.now();
+      let soon = null, later = null, last = 0, over = false;
+      const tick = setInterval(() => run(), cfg.pollMs);
+      const mo = new MutationObserver(() => {
+        if (soon === null) soon = setTimeout(run, Math.max(0, MIN_GAP_MS - (performance.now() - last)));
+      });
+      const finish = (value) => {
+        if (over) return;
+        over = true;
+        clearInterval(tick); clearTimeout(soon); clearTimeout(later); mo.disconnect();
+        if (w.stop === finish) w.stop = null;
+        resolve(value);
+      };
+      function run() {
+        soon = null;
+        if (over) return;
+        last = performance.now();
+        const elapsed = last - t0;
+        if (limits.stage === "sent") {
+          const mine = ours(w);
+          if (mine) return finish({text: plainText(mine)});
+          if (elapsed >= limits.totalMs) finish({timeout: "sent"});
+          return;
+        }
+        const error = shownError(w);
+        if (error) return finish(end(w, error));
+        const state = judge(w);
+        if (state.complete) return finish(end(w, state.complete));
+        if (!state.started && elapsed >= limits.firstMs) return finish({timeout: "first"});
+        if (elapsed >= limits.totalMs) return finish({timeout: "full"});
+        if (w.recheckAt) {
+          clearTimeout(later);
+          later = setTimeout(run, Math.max(0, w.recheckAt - performance.now()));
+          w.recheckAt = 0;
+        }
+      }
+      w.stop = finish;
+      mo.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+      run();
+    });
+  }
+
+  if (op === "arm") return arm(true).usersBefore;
+  // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
+  const w = W[cfg.token] || arm(false);
+  if (op === "disarm") { end(w, null); return true; }
+  if (op === "diagnose") { const s = judge(w); delete s.complete; return s; }
+  return wait(w);  // op === "wait"
 }
 """
 
@@ -191,47 +260,79 @@ class WaitFailure:
 
 
 class ReplyWatch:
-    """One reply being waited for: arm before sending, then wait."""
+    """One reply being waited for: arm before sending, then wait_sent, then wait."""
 
-    def __init__(self, page: Page, profile: Profile, users_before: int):
+    def __init__(self, page: Page, profile: Profile, users_before: int | None = None):
         sel, c = profile.selectors, profile.completion
         self.page = page
         self.completion = c
+        self.send_timeout_s = profile.send_timeout_s
         self.cfg = {
             "token": next(_tokens), "assistant": sel.assistant_message, "user": sel.user_message,
             "usersBefore": users_before, "busy": sel.busy, "done": sel.done, "ignore": sel.ignore,
             "strip": sel.strip, "notice": sel.notice, "error": sel.error, "placeholders": c.placeholder_patterns,
             "placeholderBusy": c.placeholder_means_busy, "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers,
-            "mark": False,
+            "quietDone": c.quiet_ms_with_done, "pollMs": c.poll_ms,
         }
 
-    async def _call(self, op: str) -> Any:
-        return await self.page.evaluate(WATCH_JS, {"op": op, "cfg": self.cfg})
+    async def _call(self, op: str, limits: dict[str, Any] | None = None) -> Any:
+        return await self.page.evaluate(WATCH_JS, {"op": op, "cfg": self.cfg, "limits": limits})
 
-    async def arm(self) -> None:
-        """Before sending: mark what the chat shows now, start watching for a busy marker."""
-        self.cfg["mark"] = True
-        await self._call("arm")
+    async def arm(self) -> int | None:
+        """Before sending: mark what the chat shows now, start watching for a busy marker. Returns
+        the number of user bubbles shown (None without a user selector)."""
+        self.cfg["usersBefore"] = None  # counted in the page, in the same call that marks
+        self.cfg["usersBefore"] = await self._call("arm")
+        return self.cfg["usersBefore"] if self.cfg["user"] else None
+
+    async def wait_sent(self) -> str | None:
+        """Our message's text as the chat shows it once it is there; None if it did not show up in time."""
+        if not self.cfg["user"]:
+            return ""
+        result = await self._wait_in_page("sent", first_s=self.send_timeout_s, total_s=self.send_timeout_s)
+        return None if result is None or "timeout" in result else result["text"]
 
     async def wait(self) -> Watched | WaitFailure:
         """The complete reply, or why there was none within the profile's time limits."""
         c = self.completion
         started = time.monotonic()
-        stage = "first"
-        try:
-            await self.page.wait_for_function(WATCH_JS, arg={"op": "started", "cfg": self.cfg}, polling=c.poll_ms,
-                                              timeout=c.first_bubble_timeout_s * 1000)
-            stage = "full"
-            left = max(1.0, c.timeout_s - (time.monotonic() - started))
-            handle = await self.page.wait_for_function(WATCH_JS, arg={"op": "check", "cfg": self.cfg},
-                                                       polling=c.poll_ms, timeout=left * 1000)
-        except PlaywrightTimeout:
+        result = await self._wait_in_page("reply", first_s=c.first_bubble_timeout_s, total_s=c.timeout_s)
+        if result is None or "timeout" in result:
             waited = time.monotonic() - started
             state = await self._call("diagnose")
             await self._call("disarm")
-            limit = c.first_bubble_timeout_s if stage == "first" else c.timeout_s
-            return WaitFailure(stage=f"{state['stage']} after {waited:.0f} s (limit {limit:g} s)",
-                               waited_s=waited, state=state)
-        result = await handle.json_value()
+            first = result is not None and result["timeout"] == "first"
+            limit = c.first_bubble_timeout_s if first else c.timeout_s
+            stage = state["stage"] if result is not None else "the watch was replaced by another"
+            return WaitFailure(stage=f"{stage} after {waited:.0f} s (limit {limit:g} s)", waited_s=waited, state=state)
         return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
                        error=result.get("error"))
+
+    async def _wait_in_page(self, stage: str, *, first_s: float, total_s: float) -> dict[str, Any] | None:
+        """One call that the page answers when the stage is over ({"timeout": ...} when its time ran
+        out). A navigation destroys the page's side of the wait: it is taken up again in the new
+        document, for the time that is left."""
+        began = time.monotonic()
+        while True:
+            spent = time.monotonic() - began
+            limits = {"stage": stage, "firstMs": max(0.0, first_s - spent) * 1000, "totalMs": max(0.0, total_s - spent) * 1000}
+            try:
+                # The page keeps the time; this bound only covers a page that stopped answering.
+                return await asyncio.wait_for(self._call("wait", limits), timeout=total_s - spent + _PAGE_GRACE_S)
+            except asyncio.TimeoutError:
+                return {"timeout": "full"}
+            except PlaywrightError as e:
+                if not _navigated(e):
+                    raise
+            if time.monotonic() - began >= total_s:
+                return {"timeout": "full"}
+            with contextlib.suppress(PlaywrightError):
+                await self.page.wait_for_load_state("domcontentloaded")
+
+
+_PAGE_GRACE_S = 10
+
+
+def _navigated(error: PlaywrightError) -> bool:
+    text = str(error)
+    return "Execution context was destroyed" in text or "navigat" in text.lower()
