@@ -186,3 +186,44 @@ def test_the_signal_is_logged_at_info(harness, lab, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="drivers.generic"):
         [reply] = harness.chat(lab.profile(), tmp_path, ["log it"])
     assert f"turn 1: reply complete, 1 bubble(s), signal {reply.signal}" in caplog.text
+
+
+def _stable_ms(signal: str) -> int:
+    return int(re.search(r"stable\((\d+)ms\)", signal).group(1))
+
+
+@pytest.mark.parametrize("done", ["attr", "none"])
+def test_a_done_marker_ends_the_reply_on_its_own_quiet_window(harness, lab, tmp_path, done):
+    """quiet_ms_with_done once the UI says done; quiet_ms_with_markers when only busy came and went."""
+    lab.scenario = LabScenario(busy="stop-button", done=done)
+    profile = lab.profile(completion={"quiet_ms_with_done": 300, "quiet_ms_with_markers": 900})
+    [reply] = harness.chat(profile, tmp_path, ["which window?"])
+    assert reply.bubbles == ["echo: which window?"]
+    stable = _stable_ms(reply.signal)
+    if done == "attr":
+        assert signal_is(reply.signal, "busy-gone", "done") and 300 <= stable < 900, reply.signal
+    else:
+        assert signal_is(reply.signal, "busy-gone") and stable >= 900, reply.signal
+
+
+def test_a_banner_over_the_send_button_is_waited_out_not_clicked(harness, lab, tmp_path):
+    lab.scenario = LabScenario(cover_send_ms=1500, done="attr")
+    [reply] = harness.chat(lab.profile(), tmp_path, ["after the banner"])
+    assert lab.received == ["after the banner"]
+    assert reply.bubbles == ["echo: after the banner"]
+
+
+def test_a_send_button_disabled_for_a_while_after_typing_is_clicked_once_enabled(harness, lab, tmp_path):
+    lab.scenario = LabScenario(send_enabled_after_ms=400, done="attr")
+    replies = harness.chat(lab.profile(), tmp_path, ["first", "second"])
+    assert lab.received == ["first", "second"]
+    assert [r.bubbles for r in replies] == [["echo: first"], ["echo: second"]]
+
+
+@pytest.mark.parametrize("done", ["attr", "none"])
+def test_a_page_that_reloads_mid_reply_is_watched_on_in_the_new_page(harness, lab, tmp_path, done):
+    """The wait lives in the page; a reload ends it there, and it is taken up in the reloaded page."""
+    lab.scenario = LabScenario(reload_mid_reply_ms=150, chunk_chars=2, chunk_ms=40, done=done)
+    replies = harness.chat(lab.profile(completion={"quiet_ms": 600}), tmp_path, ["reload me please", "and again"])
+    assert lab.received == ["reload me please", "and again"]
+    assert [r.bubbles for r in replies] == [["echo: reload me please"], ["echo: and again"]]

@@ -7,7 +7,8 @@ and no busy marker between them (Telegram-bot style), no busy marker at all, a d
 after the bubble, placeholder bubbles ("Thinking…", "…", empty) replaced later, a welcome bubble
 (that may vanish on the first send), a message list re-rendered on every change (nodes replaced),
 a reply that never comes, a "new chat" that does not reset, a contenteditable input, `/new` as
-a bot command.
+a bot command, a banner over the send button or one disabled for a while, a page that reloads
+mid-reply.
 
     with ChatLab(LabScenario(busy="none", chunk_ms=30)) as lab:
         page.goto(lab.url + "/")            # redirects to /c/<id>, a fresh chat
@@ -72,6 +73,9 @@ class LabScenario(BaseModel):
     slash_new: Literal["reset", "ignore"] = "ignore"  # "/new" as a message: resets (and acks) or is echoed
     user_echo_delay_ms: int = 0  # before our own bubble shows up
     text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
+    cover_send_ms: int = 0  # a banner lies over the send button this long after the page loads
+    send_enabled_after_ms: int = 0  # the send button is disabled this long after each edit of the input
+    reload_mid_reply_ms: int = 0  # the page reloads itself this long after the first reply starts (once a page)
 
 
 class ChatLab:
@@ -249,6 +253,7 @@ _HTML = r"""<!doctype html>
   <span id="typing" hidden>typing…</span></header>
 <main id="log" aria-live="polite"></main>
 <form id="composer">@BOX@@SEND@<button id="stop" type="button" hidden>Stop</button></form>
+<div id="cover" hidden style="position:fixed;left:0;right:0;bottom:0;height:90px;background:#fd8;z-index:9">A banner</div>
 <script type="application/json" id="config">@CONFIG@</script>
 <script>
 "use strict";
@@ -333,6 +338,19 @@ _HTML = r"""<!doctype html>
     log.dataset.ready = "1";
   }
   const ready = load();
+  if (cfg.cover_send_ms) {
+    const cover = document.getElementById("cover");
+    cover.hidden = false;
+    setTimeout(() => { cover.hidden = true; }, cfg.cover_send_ms);
+  }
+  if (cfg.send_enabled_after_ms && sendBtn) {
+    let timer = null;
+    box.addEventListener("input", () => {
+      sendBtn.disabled = true;
+      clearTimeout(timer);
+      timer = setTimeout(() => { sendBtn.disabled = busy; }, cfg.send_enabled_after_ms);
+    });
+  }
 
   async function streamBubble(text, first) {
     const wait = first ? cfg.first_token_ms : cfg.bubble_gap_ms;
@@ -374,6 +392,10 @@ _HTML = r"""<!doctype html>
     if (cfg.never_reply) {
       if (cfg.placeholder !== null) add({role: "bot", text: cfg.placeholder, done: false});
       return;  // busy forever
+    }
+    if (cfg.reload_mid_reply_ms && !sessionStorage.getItem("reloaded")) {
+      sessionStorage.setItem("reloaded", "1");  // the server has the whole reply: the reloaded page shows it
+      setTimeout(() => location.reload(), cfg.first_token_ms + cfg.reload_mid_reply_ms);
     }
     for (const [i, b] of reply.bubbles.entries()) {
       await streamBubble(b, i === 0);
