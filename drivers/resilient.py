@@ -61,8 +61,9 @@ class ResilientDriver(ChatDriver):
                 if recovered is not None:
                     self._event(f"the message was in the chat after all; took its reply (attempt {attempt})")
                     return recovered
-                users_before = await self.inner.user_message_count()
             try:
+                if attempt > 1:
+                    users_before = await self.inner.user_message_count()
                 reply = await self.inner.send(text, on_sent)
             except RECOVERABLE as e:
                 last = e
@@ -182,4 +183,5 @@ def _is_dead(error: BaseException) -> bool:
     """The page's context or browser is closed: reopening needs a new context, not a new page."""
     text = str(error).lower()
     return "context or browser has been closed" in text or "browser has been closed" in text or \
-        "target closed" in text or "connection closed" in text
+        "target closed" in text or "connection closed" in text or \
+        "failed to find browser context" in text  # asked while the context is still closing
