@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 _shots = itertools.count(1)
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
+_RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
 
 # True once no message (but ignored ones) has been shown for `settle` ms; state lives in the page.
 _EMPTY_FOR_JS = """([s, ig, settle]) => {
@@ -278,10 +279,11 @@ class PlaywrightDriver(ChatDriver):
         await self.tracer.group("new session")
         try:
             if mode == "message" and self.profile.new_session_message_opens_chat:
+                command = self.profile.new_session_message
                 before = await self._messages_shown()
-                await self._type(self.profile.new_session_message)
+                await self._type(command)
                 await self._submit()
-                sign = f"sent {self.profile.new_session_message!r}; " + await self._verify_reset(mode, old_url, before)
+                sign = f"sent {command!r}; " + await self._verify_reset(mode, old_url, before, resend=command)
             elif mode == "message":
                 sign = await self._reset_by_message()
             else:
@@ -321,24 +323,63 @@ class PlaywrightDriver(ChatDriver):
             "([s, ig]) => Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length",
             [counted, self._sel.ignore or ""])
 
-    async def _verify_reset(self, mode: str, old_url: str, before: int) -> str:
-        """A new chat shows none of the old messages (and often has a new URL); else it did not reset."""
+    async def _verify_reset(self, mode: str, old_url: str, before: int, resend: str | None = None) -> str:
+        """A new chat shows none of the old messages (and often has a new URL); else it did not reset.
+
+        With `resend` (a typed command such as OpenClaw's `/new`): a UI may turn the command down for
+        the moment and leave it in the input, as a person would see it. OpenClaw does so while it
+        still reloads the chat after a turn (Enter only picks `/new` in its command menu) or refreshes
+        the session list ("Session list is still refreshing. Try New Chat again in a moment.").
+        The command is then sent again, after 2, 4, 8... s, within reset_timeout_s.
+        """
         page = self._page()
         counted = self._sel.user_message or self._sel.assistant_message
-        try:
-            await page.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
-                                         timeout=self.profile.reset_timeout_s * 1000, polling=50)
-        except PlaywrightTimeout:
+        deadline = time.monotonic() + self.profile.reset_timeout_s
+        gap_s, sent = _RESEND_AFTER_S, 1
+        while True:
+            left_s = deadline - time.monotonic()
+            wait_s = min(left_s, gap_s) if resend else left_s
+            try:
+                await page.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
+                                             timeout=max(wait_s, 0.05) * 1000, polling=50)
+                break
+            except PlaywrightTimeout:
+                if resend and time.monotonic() < deadline:
+                    if await self._still_in_input(resend):  # demonstrably not taken: send it again
+                        log.warning("new session: %r not taken after %.0f s, still in the input%s; sending it again",
+                                    resend, gap_s, await self._alerts())
+                        await self._submit()
+                        sent += 1
+                    gap_s *= 2
+                    continue
             left = await self._messages_shown()
             url = "URL changed" if page.url != old_url else "URL unchanged"
+            still = f"; {resend!r} still in the input, sent {sent} times" if resend and await self._still_in_input(resend) else ""
             raise await self._error(
                 f"the chat did not reset after new session ({mode}): {left} of {before} message(s) matching "
-                f"{counted!r} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url})") from None
+                f"{counted!r} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url}){still}"
+                f"{await self._alerts()}") from None
         await self._wait_ready()
         signs = [f"no messages left ({before} before)"]
         if page.url != old_url:
             signs.insert(0, f"url changed {old_url} -> {page.url}")
+        if sent > 1:
+            signs.append(f"sent {sent} times: the UI had left it in the input")
         return "; ".join(signs)
+
+    async def _still_in_input(self, text: str) -> bool:
+        box = self._page().locator(self._sel.input).filter(visible=True)
+        if not await box.count():
+            return False
+        shown = await box.first.evaluate("el => el.value ?? el.innerText ?? ''")
+        return _squash(shown) == _squash(text)
+
+    async def _alerts(self) -> str:
+        """What the page says in visible role=alert elements, e.g. why it turned a command down."""
+        texts = await self._page().evaluate(
+            "() => Array.from(document.querySelectorAll('[role=alert]')).filter(e => e.checkVisibility())"
+            ".map(e => (e.innerText || '').trim()).filter(Boolean)")
+        return f" (the page says: {'; '.join(t[:200] for t in texts)!r})" if texts else ""
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -18,6 +18,9 @@ What the UI does, as driven here (Lit, light DOM):
 - "+" (`a.sidebar-new-session`, "New conversation") opens a draft at /new that becomes a session
   with the first message; typing `/new` does the same in place (`new_session: "message"` with
   `new_session_message_opens_chat`). Both are verified by the emptied transcript and the new URL.
+  Right after a turn the UI may turn `/new` down and leave it in the composer: while it still reloads
+  the chat (Enter then only highlights `/new` in the command menu) or refreshes the session list
+  ("Session list is still refreshing. Try New Chat again in a moment."); the driver sends it again.
 """
 
 from .profile import Completion, Profile, Selectors

@@ -63,3 +63,25 @@ def test_slash_new_that_the_bot_just_echoes_fails_clearly(harness, tmp_path):
             new_session_after_one_message(harness, lab, tmp_path, new_session="message")
     assert str(caught.value).startswith(
         "the chat did not reset: the agent answered '/new' with 'echo: /new', which does not acknowledge a new session")
+
+
+def test_slash_new_the_ui_turns_down_at_first_is_sent_again(harness, tmp_path):
+    # OpenClaw leaves `/new` in the input while it reloads the chat or the session list after a turn.
+    with ChatLab(LabScenario(done="attr", slash_new="opens", slash_new_refusals=1)) as lab:
+        _, info, reply = new_session_after_one_message(harness, lab, tmp_path, new_session="message",
+                                                       new_session_message_opens_chat=True)
+    assert info.reset_sign.startswith("sent '/new'; url changed")
+    assert info.reset_sign.endswith("no messages left (1 before); sent 2 times: the UI had left it in the input")
+    assert reply.bubbles == ["echo: hello again"]
+    assert lab.received == ["remember: my cat is Tom", "hello again"]
+
+
+def test_slash_new_the_ui_keeps_turning_down_fails_clearly(harness, tmp_path):
+    with ChatLab(LabScenario(done="attr", slash_new="opens", slash_new_refusals=99)) as lab:
+        with pytest.raises(DriverError) as caught:
+            new_session_after_one_message(harness, lab, tmp_path, new_session="message",
+                                          new_session_message_opens_chat=True, reset_timeout_s=5)
+    message = str(caught.value)
+    assert message.startswith("the chat did not reset after new session (message): 1 of 1 message(s)")
+    assert "'/new' still in the input, sent 2 times" in message  # after 2 s, then 4 s more ran past 5 s
+    assert "(the page says: 'Try New Chat again in a moment.')" in message

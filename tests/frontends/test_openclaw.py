@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import async_playwright
 
+from drivers.base import DriverError
 from drivers.browser import launch_chromium
 from drivers.generic import PlaywrightDriver
 from drivers.registry import build_profile
@@ -130,7 +131,10 @@ def test_typing_new_opens_a_fresh_session_the_agent_knows_nothing_in(gateway, tm
                 await browser.close()
             return info.reset_sign, driver.session_url or "", [told.text, asked_before.text, asked_after.text]
 
-    sign, url, replies = asyncio.run(play())
+    try:
+        sign, url, replies = asyncio.run(play())
+    except DriverError as e:  # what the gateway did meanwhile tells why the UI did not follow
+        pytest.fail(f"{e}\n--- gateway log (tail) ---\n{_tail(gateway['log'])}", pytrace=False)
     assert sign.startswith("sent '/new'; url changed") and "no messages left" in sign
     assert url.startswith("/chat/")
     assert "Pixel" in replies[1], replies

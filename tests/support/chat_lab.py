@@ -70,7 +70,9 @@ class LabScenario(BaseModel):
     never_reply: bool = False  # the agent stays busy forever
     new_chat: Literal["reset", "noop"] = "reset"  # noop: the button re-renders the same chat
     new_chat_navigates: bool = True  # a new /c/<id> address; False: cleared in place, same URL
-    slash_new: Literal["reset", "ignore"] = "ignore"  # "/new" as a message: resets (and acks) or is echoed
+    slash_new: Literal["reset", "ignore", "opens"] = "ignore"  # "/new" as a message: resets (and acks) or is
+    # echoed; "opens": the page itself opens a new chat, like the button (OpenClaw)
+    slash_new_refusals: int = 0  # with "opens": the first ones are turned down, "/new" left in the box (OpenClaw)
     user_echo_delay_ms: int = 0  # before our own bubble shows up
     text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
     cover_send_ms: int = 0  # a banner lies over the send button this long after the page loads
@@ -250,7 +252,7 @@ _HTML = r"""<!doctype html>
 </style></head>
 <body>
 <header><strong>Chat lab</strong><button id="new-chat" type="button">New chat</button>
-  <span id="typing" hidden>typing…</span></header>
+  <span id="typing" hidden>typing…</span><span id="alert" role="alert"></span></header>
 <main id="log" aria-live="polite"></main>
 <form id="composer">@BOX@@SEND@<button id="stop" type="button" hidden>Stop</button></form>
 <div id="cover" hidden style="position:fixed;left:0;right:0;bottom:0;height:90px;background:#fd8;z-index:9">A banner</div>
@@ -262,7 +264,8 @@ _HTML = r"""<!doctype html>
   const log = document.getElementById("log"), box = document.getElementById("box");
   const sendBtn = document.getElementById("send"), stopBtn = document.getElementById("stop");
   const typing = document.getElementById("typing");
-  let conv = cfg.conv, busy = false, aborted = false;
+  let conv = cfg.conv, busy = false, aborted = false, refusals = 0;
+  const alertBox = document.getElementById("alert");
   // The model of the list; each message keeps its DOM node unless cfg.rerender rebuilds them all.
   const msgs = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -379,6 +382,11 @@ _HTML = r"""<!doctype html>
   async function submit() {
     const text = cfg.input === "contenteditable" ? box.innerText.replace(/\n$/, "") : box.value;
     if (busy || !text.trim()) return;
+    if (cfg.slash_new === "opens" && text.trim() === "/new") {
+      if (refusals++ < cfg.slash_new_refusals) return alertBox.replaceChildren("Try New Chat again in a moment.");
+      if (cfg.input === "contenteditable") box.textContent = ""; else box.value = "";
+      return document.getElementById("new-chat").click();
+    }
     start(true);
     aborted = false;
     if (cfg.input === "contenteditable") box.textContent = ""; else box.value = "";
