@@ -41,8 +41,9 @@ _EMPTY_FOR_JS = """([s, ig, settle]) => {
 }"""
 
 
-# The centre of the send button if a click there lands on it now and a frame later (enabled, not
-# covered, not moving), scrolled into view first; else null. Frames have their own coordinates: null.
+# The centre of the send button if a click there lands on it (enabled, not covered, not moving),
+# scrolled into view first; else null. An element that an animation or transition moves must keep
+# its place for a frame, as Playwright's own check wants. Frames have their own coordinates: null.
 _CLICK_POINT_JS = """async (el) => {
   if (window !== window.top || el.disabled || el.getAttribute("aria-disabled") === "true") return null;
   const r0 = el.getBoundingClientRect();
@@ -54,6 +55,9 @@ _CLICK_POINT_JS = """async (el) => {
   };
   const first = at();
   if (!first) return null;
+  const moving = document.getAnimations().some((a) => a.playState === "running" && a.effect && a.effect.target &&
+                                                      a.effect.target.contains && a.effect.target.contains(el));
+  if (!moving) return first;
   await new Promise((ok) => { requestAnimationFrame(() => ok()); setTimeout(ok, 50); });  // no frames when minimized
   const second = at();
   return second && second.x === first.x && second.y === first.y ? second : null;

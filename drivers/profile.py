@@ -47,8 +47,9 @@ class Completion(BaseModel):
         120, description="Nothing changed this long once busy was seen and is gone (no done marker); raise it "
                          "above the pause between bubbles for agents that send several (Telegram bots)")
     quiet_ms_with_done: int = Field(
-        40, description="Nothing changed this long once the done marker is shown on the last bubble and busy is "
-                        "gone: the UI itself says the reply is over, so this only lets a last render land")
+        20, description="Nothing changed this long once the done marker is shown on the last bubble and busy is "
+                        "gone: the UI itself says the reply is over, so this only lets a render queued with the "
+                        "marker land (a frame at 60 Hz); any change restarts it")
     poll_ms: int = Field(40, description="Checks between DOM changes (the page is also checked on every change)")
     first_bubble_timeout_s: float = Field(120, description="No reply bubble at all after this: error")
     timeout_s: float = Field(600, description="Hard limit for a whole reply")

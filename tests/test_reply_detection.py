@@ -227,3 +227,15 @@ def test_a_page_that_reloads_mid_reply_is_watched_on_in_the_new_page(harness, la
     replies = harness.chat(lab.profile(completion={"quiet_ms": 600}), tmp_path, ["reload me please", "and again"])
     assert lab.received == ["reload me please", "and again"]
     assert [r.bubbles for r in replies] == [["echo: reload me please"], ["echo: and again"]]
+
+
+@pytest.mark.parametrize("quiet_ms_with_done", [None, 0])
+def test_a_render_right_after_the_done_marker_is_waited_for(harness, lab, tmp_path, quiet_ms_with_done):
+    """The default quiet window after done catches a render queued with the marker; none at all would not."""
+    lab.scenario = LabScenario(done="attr", final_render_ms=8)
+    completion = {} if quiet_ms_with_done is None else {"quiet_ms_with_done": quiet_ms_with_done}
+    replies = harness.chat(lab.profile(completion=completion), tmp_path, ["one", "two", "three"])
+    if quiet_ms_with_done is None:
+        assert [r.bubbles for r in replies] == [[f"echo: {t} ✓"] for t in ("one", "two", "three")]
+    else:
+        assert any(r.bubbles == [f"echo: {t}"] for r, t in zip(replies, ("one", "two", "three"))), replies

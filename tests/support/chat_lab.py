@@ -78,6 +78,7 @@ class LabScenario(BaseModel):
     cover_send_ms: int = 0  # a banner lies over the send button this long after the page loads
     send_enabled_after_ms: int = 0  # the send button is disabled this long after each edit of the input
     reload_mid_reply_ms: int = 0  # the page reloads itself this long after the first reply starts (once a page)
+    final_render_ms: int = 0  # this long after the done marker, the bubble's text is rendered once more (" ✓")
 
 
 class ChatLab:
@@ -376,6 +377,8 @@ _HTML = r"""<!doctype html>
     if (cfg.done !== "none") {
       if (cfg.done_delay_ms) await sleep(cfg.done_delay_ms);
       update(m, {done: true});
+      // queued, not awaited: the busy marker goes at once, the last render lands a moment later
+      if (cfg.final_render_ms) setTimeout(() => update(m, {text: m.text + " ✓"}), cfg.final_render_ms);
     }
   }
 
