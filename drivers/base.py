@@ -40,6 +40,10 @@ class ReplyTimeout(DriverError):
     pass
 
 
+class SelectorError(DriverError):
+    """A selector of the profile that no page can match (not valid CSS): retrying cannot help."""
+
+
 class AgentErrorReply(DriverError):
     """The chat showed an error (an error bubble, a failed request) where the reply should be."""
 

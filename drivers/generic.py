@@ -20,7 +20,8 @@ from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SessionInfo
+from .base import (AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout,
+                   SelectorError, SessionInfo)
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
@@ -29,6 +30,8 @@ from .url_secrets import expand, fragment, without_fragment
 log = logging.getLogger(__name__)
 
 _shots = itertools.count(1)
+# Matched with document.querySelectorAll inside the page (reply_watch), so plain CSS only.
+_CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 _RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
 
@@ -432,6 +435,7 @@ class PlaywrightDriver(ChatDriver):
         """The input is visible and, where the profile names one, the `ready` marker is in the page
         (the history is rendered, so a restart may look for its own message)."""
         page, timeout = self._page(), self.profile.ready_timeout_s * 1000
+        await self._check_css_selectors()
         waits = [("input", self._sel.input, page.locator(self._sel.input).filter(visible=True).first, "visible")]
         if self._sel.ready:
             waits.append(("ready", self._sel.ready, page.locator(self._sel.ready).first, "attached"))
@@ -441,6 +445,17 @@ class PlaywrightDriver(ChatDriver):
             except PlaywrightTimeout:
                 raise await self._error(f"{what} selector {selector!r} matched nothing {state} at {page.url} "
                                         f"within {self.profile.ready_timeout_s:g} s") from None
+
+    async def _check_css_selectors(self) -> None:
+        """The selectors read inside the page (messages, markers) must be plain CSS: say which is not."""
+        named = {k: v for k, v in self._sel.model_dump().items() if k in _CSS_ONLY and v}
+        bad = await self._page().evaluate(
+            "(named) => Object.entries(named).flatMap(([k, s]) => { try { document.querySelector(s); return []; }"
+            " catch (e) { return [[k, s, e.message]]; } })", named)
+        if bad:
+            raise SelectorError("; ".join(f"selectors.{k} {s!r} is not a valid CSS selector ({m})" for k, s, m in bad)
+                                + " (Playwright-only syntax such as text= or :has-text() works only for input, send, "
+                                  "new_chat, new_chat_confirm, dismiss, ready and start)")
 
     async def _error(self, message: str, kind: type[DriverError] = DriverError) -> DriverError:
         """A DriverError with a screenshot of the page as it was (when enabled and possible)."""

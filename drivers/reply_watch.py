@@ -37,7 +37,9 @@ WATCH_JS = r"""
 ({op, cfg, limits}) => {
   const W = (window.__mmbWatch = window.__mmbWatch || {});
   const SEEN = "data-mmb-seen";
-  const MIN_GAP_MS = 8;  // a burst of DOM changes (a streamed token touches several nodes) is judged once
+  // A burst of DOM changes (a streamed token touches several nodes) is judged once; on a page whose
+  // check is slow (a long transcript) checks are spaced at 10x their cost, so watching stays cheap.
+  const MIN_GAP_MS = 8, COST_FACTOR = 10;
   const all = (s) => (s ? Array.from(document.querySelectorAll(s)) : []);
   const visible = (el) => (el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                                : !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length));
@@ -177,25 +179,28 @@ WATCH_JS = r"""
   // change (so a reply's end is noticed within a few ms, not a polling period later), when a quiet
   // window runs out, and every pollMs (for what changes without a DOM mutation: styles, layout).
   function wait(w) {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const t0 = performance.now();
-      let soon = null, later = null, last = 0, over = false;
+      let soon = null, later = null, last = 0, cost = 0, over = false;
       const tick = setInterval(() => run(), cfg.pollMs);
       const mo = new MutationObserver(() => {
-        if (soon === null) soon = setTimeout(run, Math.max(0, MIN_GAP_MS - (performance.now() - last)));
+        const gap = Math.max(MIN_GAP_MS, COST_FACTOR * cost);
+        if (soon === null) soon = setTimeout(run, Math.max(0, gap - (performance.now() - last)));
       });
-      const finish = (value) => {
+      const finish = (value, error) => {
         if (over) return;
         over = true;
         clearInterval(tick); clearTimeout(soon); clearTimeout(later); mo.disconnect();
         if (w.stop === finish) w.stop = null;
-        resolve(value);
+        if (error) reject(error); else resolve(value);
       };
       function run() {
         soon = null;
         if (over) return;
         last = performance.now();
-        const elapsed = last - t0;
+        try { step(last - t0); } catch (e) { finish(null, e); } finally { cost = performance.now() - last; }
+      }
+      function step(elapsed) {
         if (limits.stage === "sent") {
           const mine = ours(w);
           if (mine) return finish({text: plainText(mine)});

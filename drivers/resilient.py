@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from playwright.async_api import Error as PlaywrightError
-from .base import ChatDriver, DriverError, OnSent, RateLimited, Reply, SessionInfo
+from .base import ChatDriver, DriverError, OnSent, RateLimited, Reply, SelectorError, SessionInfo
 from .recovery import Recovery, wait_named_in
 
 log = logging.getLogger(__name__)
@@ -112,6 +112,8 @@ class ResilientDriver(ChatDriver):
                     continue
             try:
                 return await action()
+            except SelectorError:
+                raise  # the profile is wrong, not the chat
             except RECOVERABLE as e:
                 last = e
                 self._event(f"could not {what} (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")

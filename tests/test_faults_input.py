@@ -158,3 +158,16 @@ def test_a_failed_bench_call_is_reported_at_the_blocks_line():
     with pytest.raises(ScriptError) as err:
         asyncio.run(run_block('vars.a = 1;\nbench.log("x");\n\nawait bench.newSession();', {}, {"newSession": no_new_chat}))
     assert err.value.line == 4 and "no New-chat button" in err.value.message
+
+
+@pytest.mark.usefixtures("chromium")
+def test_a_selector_that_is_not_css_stops_the_run_at_once_naming_it(write_config, tmp_path):
+    config = write_config([{"id": "bad", "benchmark": str(DEMO_BENCH),
+                            "agent": {"driver": "demo", "selectors": {"done": "[data-done="}}}])
+    done = mmb("run", "-c", str(config))
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "selectors.done '[data-done=' is not a valid CSS selector" in out, out
+    assert "attempt 2" not in out  # a wrong profile is not retried like a sick chat
+    state = json.loads((tmp_path / "results" / "bad" / "state.json").read_text())
+    assert state["turn"] == 0 and state["status"] != "finished"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.base import ReplyTimeout
+from drivers.base import ReplyTimeout, SelectorError
 from tests.support.chat_lab import ChatLab, LabScenario
 
 
@@ -239,3 +239,12 @@ def test_a_render_right_after_the_done_marker_is_waited_for(harness, lab, tmp_pa
         assert [r.bubbles for r in replies] == [[f"echo: {t} ✓"] for t in ("one", "two", "three")]
     else:
         assert any(r.bubbles == [f"echo: {t}"] for r, t in zip(replies, ("one", "two", "three"))), replies
+
+
+def test_a_message_selector_that_is_not_css_fails_on_opening_naming_it(harness, lab, tmp_path):
+    with pytest.raises(SelectorError) as caught:
+        harness.chat(lab.profile(selectors={"busy": "#stop[", "done": "text=Done"}), tmp_path, ["hello?"])
+    message = str(caught.value)
+    assert "selectors.busy '#stop[' is not a valid CSS selector" in message
+    assert "selectors.done 'text=Done' is not a valid CSS selector" in message
+    assert lab.received == []  # nothing was sent
