@@ -10,10 +10,11 @@ never counts against the JS time limit.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
-import select
+import contextlib
 import signal
 import subprocess
 import sys
@@ -186,59 +187,70 @@ class JsBlock:
 
 
 class _Worker:
-    """The child process a block runs in, spoken to in JSON lines; killed on the way out."""
+    """The child process a block runs in, spoken to in JSON lines; killed on the way out. Spoken to
+    asynchronously: other runs' browsers go on while a block starts or thinks."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, proc: asyncio.subprocess.Process, limits: Limits):
+        self._proc = proc
         self._timeout_s = limits.total_time_s + 10  # the child's own limits fire first: this is for a hung child
+
+    @classmethod
+    async def start(cls, limits: Limits) -> "_Worker":
         root = str(Path(__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        self._proc = subprocess.Popen([sys.executable, "-m", "persona.scenario_js_worker"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "persona.scenario_js_worker", env=env,
+                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                    limit=_LINE_LIMIT)
+        return cls(proc, limits)
 
-    def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self._proc.stdin is not None
         try:
             self._proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self._proc.stdin.flush()
-        except BrokenPipeError:
-            raise self._died() from None
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            raise await self._died() from None
 
-    def receive(self) -> dict[str, Any]:
-        ready, _, _ = select.select([self._proc.stdout], [], [], self._timeout_s)
-        if not ready:
-            raise ScriptError("time limit exceeded (the JS sandbox stopped answering)")
-        line = self._proc.stdout.readline()
+    async def receive(self) -> dict[str, Any]:
+        assert self._proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self._proc.stdout.readline(), self._timeout_s)
+        except asyncio.TimeoutError:
+            raise ScriptError("time limit exceeded (the JS sandbox stopped answering)") from None
         if not line:
-            raise self._died()
+            raise await self._died()
         return json.loads(line)
 
-    def _died(self) -> ScriptError:
-        code = self._proc.wait()
+    async def _died(self) -> ScriptError:
+        code = await self._proc.wait()
         how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
         return ScriptError(f"memory limit exceeded, most likely: the JS sandbox crashed ({how})", approximate=True)
 
-    def close(self) -> None:
-        self._proc.kill()
-        self._proc.wait()
-        self._proc.stdin.close()
-        self._proc.stdout.close()
+    async def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        await self._proc.wait()
+
+
+_LINE_LIMIT = 64 * 1024 * 1024  # one JSON line carries a block's vars: far above asyncio's 64 KiB default
 
 
 async def run_block(code: str, vars_: dict[str, Any], handlers: dict[str, Handler], limits: Limits = Limits()) -> ScriptResult:
     """Run one phase block; returns the new `vars` (JSON values only) and bench.log lines."""
-    worker = _Worker(limits)
+    worker = await _Worker.start(limits)
     try:
-        worker.send({"code": code, "vars": vars_, "limits": asdict(limits)})
+        await worker.send({"code": code, "vars": vars_, "limits": asdict(limits)})
         logs: list[str] = []
         while True:
-            step = worker.receive()
+            step = await worker.receive()
             logs += step.get("logs", [])
             if "error" in step:
                 raise ScriptError(step["error"], step["line"], step["approximate"])
             if "done" in step:
                 return ScriptResult(vars=step["done"], logs=logs)
-            worker.send({"settle": [await _call(handlers, *call) for call in step["calls"]]})
+            await worker.send({"settle": [await _call(handlers, *call) for call in step["calls"]]})
     finally:
-        worker.close()
+        await worker.close()
 
 
 async def _call(handlers: dict[str, Handler], call_id: int, name: str, args: list[Any]) -> list[Any]:

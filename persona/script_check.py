@@ -7,8 +7,10 @@ file that does not exist) and tells the linter where new sessions really happen.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -25,16 +27,10 @@ class PhasePlay(BaseModel):
 
 
 def _drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never really suspends (its handlers return at once), without an event loop.
-
-    `load_benchmark` is sync and may be called from inside a running loop, where asyncio.run fails.
-    """
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise ScriptError("the block waited on something other than bench.*")
+    """Run a block's coroutine to its end on an event loop of its own, in a thread of its own:
+    `load_benchmark` is sync and may be called from inside a running loop, where asyncio.run fails."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="js-check") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _required_refs(value: Any) -> list[Any]:

@@ -99,3 +99,25 @@ def test_each_block_gets_a_fresh_sandbox():
     # Globals a block leaves behind must not leak into the next one (each runs in its own process).
     run("globalThis.leftover = 1;")
     assert run("vars.t = typeof leftover;").vars["t"] == "undefined"
+
+
+def test_other_runs_go_on_while_a_block_runs():
+    """Parallel runs share one event loop: a block that thinks for 0.6 s must not stall the others."""
+    ticks = []
+
+    async def main() -> None:
+        async def other_run() -> None:
+            while True:
+                ticks.append(asyncio.get_running_loop().time())
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.create_task(other_run())
+        await asyncio.sleep(0)
+        began = asyncio.get_running_loop().time()
+        await run_block("const t = Date.now(); while (Date.now() - t < 600) {}", {}, {})
+        ended = asyncio.get_running_loop().time()
+        ticker.cancel()
+        during = [t for t in ticks if began < t < ended]
+        assert ended - began >= 0.6 and len(during) >= 20, (ended - began, len(during))
+
+    asyncio.run(main())
