@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -162,8 +163,13 @@ class BrowserHost:
         self.pw = pw
         self.config = config
         self._browser: Browser | None = None
+        self._starting = asyncio.Lock()  # runs start together: without it each would launch a browser
 
     async def browser(self) -> Browser:
+        async with self._starting:
+            return await self._start()
+
+    async def _start(self) -> Browser:
         if self._browser is None:
             if self.config.connect is not None:
                 self._browser = await connect_browser(self.pw, self.config)

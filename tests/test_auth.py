@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -208,3 +209,17 @@ def test_interactive_login_in_a_headed_window_saves_on_enter(site, tmp_path):
     assert b"saved login 'site'" in seen
     saved = json.loads((auth_dir / "site.json").read_text())
     assert any(c["value"] == site.secrets["cookie"] for c in saved["cookies"])
+
+
+def test_runs_that_start_together_share_one_browser(harness):
+    async def go() -> int:
+        host = BrowserHost(harness.pw, BrowserConfig())
+        chats = await asyncio.gather(*(host.new_context() for _ in range(3)))
+        try:
+            return len({id(chat.context.browser) for chat in chats})
+        finally:
+            for chat in chats:
+                await chat.context.close()
+            await host.close()
+
+    assert harness.run(go()) == 1
