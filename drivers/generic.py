@@ -58,8 +58,9 @@ _CLICK_POINT_JS = """async (el) => {
   };
   const first = at();
   if (!first) return null;
-  const moving = document.getAnimations().some((a) => a.playState === "running" && a.effect && a.effect.target &&
-                                                      a.effect.target.contains && a.effect.target.contains(el));
+  const moving = !document.getAnimations ||  // a browser that cannot tell: assume it may move
+    document.getAnimations().some((a) => a.playState === "running" && a.effect && a.effect.target &&
+                                         a.effect.target.contains && a.effect.target.contains(el));
   if (!moving) return first;
   await new Promise((ok) => { requestAnimationFrame(() => ok()); setTimeout(ok, 50); });  // no frames when minimized
   const second = at();
