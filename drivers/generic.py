@@ -23,7 +23,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from .base import (AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout,
                    SelectorError, SessionInfo)
 from .profile import Profile
-from .reply_watch import ReplyWatch, WaitFailure
+from .reply_watch import PLAIN_TEXT_JS, ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
 from .url_secrets import expand, fragment, without_fragment
 
@@ -91,6 +91,7 @@ class PlaywrightDriver(ChatDriver):
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
         self._crashed = False
+        self._css_checked = False
         self._session_index = 0
         self._turn = 0
 
@@ -402,9 +403,7 @@ class PlaywrightDriver(ChatDriver):
 
     async def _text_of(self, bubble) -> str:
         """A bubble's text without what the profile strips (a time inside the bubble, buttons)."""
-        return await bubble.evaluate(
-            "(el, strip) => { const c = el.cloneNode(true); if (strip) c.querySelectorAll(strip).forEach(s => s.remove());"
-            " return c.textContent || ''; }", self._sel.strip)
+        return await bubble.evaluate(PLAIN_TEXT_JS, self._sel.strip)
 
     async def _click(self, selector: str | None, what: str) -> None:
         if not selector:
@@ -436,7 +435,9 @@ class PlaywrightDriver(ChatDriver):
         """The input is visible and, where the profile names one, the `ready` marker is in the page
         (the history is rendered, so a restart may look for its own message)."""
         page, timeout = self._page(), self.profile.ready_timeout_s * 1000
-        await self._check_css_selectors()
+        if not self._css_checked:  # the profile does not change: once per driver is enough
+            await self._check_css_selectors()
+            self._css_checked = True
         waits = [("input", self._sel.input, page.locator(self._sel.input).filter(visible=True).first, "visible")]
         if self._sel.ready:
             waits.append(("ready", self._sel.ready, page.locator(self._sel.ready).first, "attached"))

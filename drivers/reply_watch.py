@@ -33,6 +33,11 @@ from playwright.async_api import Page
 
 from .profile import Profile
 
+# A bubble's text without what the profile strips (a time inside the bubble, buttons): how our own
+# message is compared with what we typed, in the page's watch and in the driver alike.
+PLAIN_TEXT_JS = """(el, strip) => { const c = el.cloneNode(true); if (strip) c.querySelectorAll(strip).forEach((s) => s.remove());
+  return c.textContent || ""; }"""
+
 WATCH_JS = r"""
 ({op, cfg, limits}) => {
   const W = (window.__mmbWatch = window.__mmbWatch || {});
@@ -54,11 +59,7 @@ WATCH_JS = r"""
     }
     return t.trim();
   };
-  const plainText = (el) => {  // our own bubble as the chat shows it, without what the profile strips
-    const c = el.cloneNode(true);
-    if (cfg.strip) c.querySelectorAll(cfg.strip).forEach((s) => s.remove());
-    return c.textContent || "";
-  };
+  const plainText = (el) => (@PLAIN_TEXT@)(el, cfg.strip);  // our own bubble, as the chat shows it
   const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
   const candidates = () => all(cfg.assistant);
@@ -232,7 +233,7 @@ WATCH_JS = r"""
   if (op === "diagnose") { const s = judge(w); delete s.complete; return s; }
   return wait(w);  // op === "wait"
 }
-"""
+""".replace("@PLAIN_TEXT@", PLAIN_TEXT_JS)
 
 _tokens = itertools.count(1)
 
@@ -283,17 +284,15 @@ class ReplyWatch:
     async def _call(self, op: str, limits: dict[str, Any] | None = None) -> Any:
         return await self.page.evaluate(WATCH_JS, {"op": op, "cfg": self.cfg, "limits": limits})
 
-    async def arm(self) -> int | None:
-        """Before sending: mark what the chat shows now, start watching for a busy marker. Returns
-        the number of user bubbles shown (None without a user selector)."""
-        self.cfg["usersBefore"] = None  # counted in the page, in the same call that marks
+    async def arm(self) -> None:
+        """Before sending: mark what the chat shows now (and count the user bubbles, in the same call),
+        start watching for a busy marker."""
+        self.cfg["usersBefore"] = None  # counted in the page
         self.cfg["usersBefore"] = await self._call("arm")
-        return self.cfg["usersBefore"] if self.cfg["user"] else None
 
     async def wait_sent(self) -> str | None:
-        """Our message's text as the chat shows it once it is there; None if it did not show up in time."""
-        if not self.cfg["user"]:
-            return ""
+        """Our message's text as the chat shows it once it is there; None if it did not show up in time.
+        Needs the profile's user selector."""
         result = await self._wait_in_page("sent", first_s=self.send_timeout_s, total_s=self.send_timeout_s)
         return None if result is None or "timeout" in result else result["text"]
 

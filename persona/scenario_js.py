@@ -11,10 +11,10 @@ never counts against the JS time limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
-import contextlib
 import signal
 import subprocess
 import sys
