@@ -26,7 +26,7 @@ from drivers.demo import PROFILE as DEMO_PROFILE
 from drivers.generic import PlaywrightDriver
 from drivers.profile import Profile
 
-from .promptfoo import PromptfooSession
+from bench.promptfoo import PromptfooSession
 
 LAST_TURN_JS = """() => { const t = window.__bench.turns; const r = document.querySelectorAll('.msg.assistant');
   return {turn: t[t.length - 1], text: r.length ? r[r.length - 1].textContent : ''}; }"""

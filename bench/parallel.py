@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pss import PssSampler
+from bench.pss import PssSampler
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ def measure(n: int, timeout_s: float = 1800) -> Parallel:
 
 async def _child(n: int, results: Path) -> dict:
     from persona.config import Config
-    from persona.runner import Runner, plan_runs
+    from persona.engine.runner import Runner, plan_runs
     from persona.state import RunStore
 
     runs = [{"id": f"par{i}", "benchmark": str(REPO / "benchmarks" / "demo"), "agent": {"driver": "demo"}}

@@ -30,10 +30,10 @@ from drivers import generic, reply_watch
 from drivers.browser import find_system_chromium, launch_chromium
 from drivers.demo import PROFILE as DEMO_PROFILE
 
-from . import parallel, promptfoo, state_cost
-from .chat_page import ChatPage
-from .overhead import Floor, OurDriver, Promptfoo, Results, detection_profiles, play_rounds
-from .stats import median, p90, ratio, table
+from bench import parallel, promptfoo, state_cost
+from bench.chat_page import ChatPage
+from bench.overhead import Floor, OurDriver, Promptfoo, Results, detection_profiles, play_rounds
+from bench.stats import median, p90, ratio, table
 
 HERE = Path(__file__).resolve().parent
 OVERHEAD_TARGET = 1.5  # ours / floor

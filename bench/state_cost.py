@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from drivers.base import Reply
-from drivers.oracle import OracleDriver
-from persona.benchmark import load_benchmark
+from persona.engine.oracle import OracleDriver
+from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig
-from persona.loop import PersonaLoop
-from persona.scripted import ScriptedPersona
+from persona.engine.loop import PersonaLoop
+from persona.engine.scripted import ScriptedPersona
 from persona.state import PendingSend, PersonaMessage, RunState, RunStore
 from persona.tokens import TokenCounter
 

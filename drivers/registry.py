@@ -21,7 +21,7 @@ PROFILE_MODULES = {
     "hermes": "drivers.hermes",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
-IN_PROCESS = {"oracle"}  # drivers without a browser (see drivers/oracle.py)
+IN_PROCESS = {"oracle"}  # drivers without a browser (the dry run's oracle agent, persona/engine/oracle.py)
 
 
 def driver_names() -> list[str]:

@@ -1,3 +1,3 @@
-from .cli import app
+from persona.cli.app import app
 
 app(prog_name="mmb")

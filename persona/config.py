@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from drivers.recovery import Recovery
 
-from .errors import InputError, Problem
-from .jsonc import line_of, load_jsonc, pydantic_problems
+from persona.errors import InputError, Problem
+from persona.jsonc import line_of, load_jsonc, pydantic_problems
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 

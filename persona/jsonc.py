@@ -8,8 +8,8 @@ from typing import Any
 
 import json5
 
-from .errors import InputError, Problem
-from .textfile import read_user_text
+from persona.errors import InputError, Problem
+from persona.textfile import read_user_text
 
 JsonPath = tuple[str | int, ...]
 

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .crashpoints import crash_point
-from .errors import RunError
-from .facts import FactFile
-from .phases import Category
+from persona.crashpoints import crash_point
+from persona.errors import RunError
+from persona.benchmark.facts import FactFile
+from persona.benchmark.phases import Category
 
 STATE_FILE = "state.json"
 TRANSCRIPT_FILE = "transcript.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import InputError
+from persona.errors import InputError
 
 
 def read_user_text(path: Path, display: str | Path) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from persona.benchmark import load_benchmark, manifest_schema, validate
-from persona.phases import Category
+from persona.benchmark.loader import load_benchmark, manifest_schema, validate
+from persona.benchmark.phases import Category
 from tests.conftest import DEMO_BENCH, REPO
 
 PROFILE = "# Me\n\n## 1. About\n1.1 I am Tom, 40\n1.2 I live in Porto\n"
@@ -151,7 +151,7 @@ def test_vars_flow_between_played_blocks(write_bench):
 
 
 def test_fact_mentions_in_prose():
-    from persona.phases import fact_mentions
+    from persona.benchmark.phases import fact_mentions
 
     found = lambda line: [(m.file, m.fact_id) for m in fact_mentions(line)]  # noqa: E731
     assert found("Tell fact family 2.3 again.") == [("family", "2.3")]

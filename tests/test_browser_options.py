@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from drivers import playwright_home
 from drivers.browser import CHROMIUM_ARGS, context_options, launch_options, safe_endpoint
-from persona.browsing import parse_pairs, resolve_profile
-from persona.cli import _apply_overrides
+from persona.cli.browsing import parse_pairs, resolve_profile
+from persona.cli.app import _apply_overrides
 from persona.config import BrowserConfig, ConnectConfig
 
 

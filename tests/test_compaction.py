@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from persona.compaction import cut_index
+from persona.engine.compaction import cut_index
 from persona.state import PersonaMessage
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from persona.config import load_config
 from persona.errors import InputError
-from persona.runner import plan_runs
+from persona.engine.runner import plan_runs
 from tests.conftest import DEMO_BENCH, REPO
 
 GOOD = """// a comment

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from persona.decay import FactIndex, asked_turn, check_ages, words
-from persona.facts import parse_fact_file
+from persona.report.decay import FactIndex, asked_turn, check_ages, words
+from persona.benchmark.facts import parse_fact_file
 from persona.tokens import TokenCounter
 from tests.support.runs import demo_run
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
-from persona.benchmark import load_benchmark
+from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig, PersonaConfig
-from persona.llm import OpenAIPersona
-from persona.loop import PersonaLoop
-from persona.model import PersonaModel
-from persona.replies import AGENT_REPLY_CLOSE, AGENT_REPLY_OPEN
-from persona.scripted import ScriptedPersona
+from persona.engine.llm import OpenAIPersona
+from persona.engine.loop import PersonaLoop
+from persona.engine.model import PersonaModel
+from persona.engine.replies import AGENT_REPLY_CLOSE, AGENT_REPLY_OPEN
+from persona.engine.scripted import ScriptedPersona
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from persona.cli import app
+from persona.cli.app import app
 from persona.crashpoints import ENV as CRASH_ENV
 from tests.conftest import DEMO_BENCH, mmb
 from tests.support.play import play, scores
@@ -150,7 +150,7 @@ def test_a_failed_bench_call_is_reported_at_the_blocks_line():
     """The rejection is made where the block called bench.*, not in the bridge's own code."""
     import asyncio
 
-    from persona.scenario_js import ScriptError, run_block
+    from persona.benchmark.js_sandbox import ScriptError, run_block
 
     async def no_new_chat() -> None:
         raise RuntimeError("no New-chat button")

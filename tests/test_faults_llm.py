@@ -11,8 +11,8 @@ import pytest
 
 from persona.config import PersonaConfig
 from persona.errors import RunError
-from persona.llm import OpenAIPersona
-from persona.loop import EMPTY_TURN_NUDGE
+from persona.engine.llm import OpenAIPersona
+from persona.engine.loop import EMPTY_TURN_NUDGE
 from tests.conftest import DEMO_BENCH
 from tests.support.openai_server import OpenAICompatServer, Responder, scripted_responder
 from tests.support.play import play, scores
@@ -203,7 +203,7 @@ def test_a_model_that_keeps_failing_stops_the_run_and_it_resumes_later(tmp_path,
 
 def test_arguments_are_checked_against_the_schema():
     """A unit view of the same rule: arguments checked against the schema before the tool runs."""
-    from persona.tools import argument_problem
+    from persona.engine.tools import argument_problem
 
     assert argument_problem("facts_mark_told", {"file": "f", "ids": [{"a": 1}]}) == \
         "argument 'ids' must be an array, not [{\"a\": 1}]"

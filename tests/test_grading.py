@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from persona.grading import final_score, grade, matches, numbers, says_unknown, validate_score
-from persona.phases import Category, Check
+from persona.benchmark.grading import final_score, grade, matches, numbers, says_unknown, validate_score
+from persona.benchmark.phases import Category, Check
 
 
 def check(answer: str, category: Category = Category.single) -> Check:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from persona.html_report import RunReport, write_run_report
+from persona.report.html import RunReport, write_run_report
 from persona.tokens import TokenCounter
 from tests.support.runs import EVIL, demo_run
 

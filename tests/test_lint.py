@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from persona.benchmark import load_benchmark
-from persona.lint import lint
-from persona.skeleton import create_skeleton
+from persona.benchmark.loader import load_benchmark
+from persona.benchmark.lint import lint
+from persona.benchmark.skeleton import create_skeleton
 
 
 @pytest.fixture

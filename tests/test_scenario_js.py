@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from persona.scenario_js import Limits, ScriptError, compile_check, run_block
+from persona.benchmark.js_sandbox import Limits, ScriptError, compile_check, run_block
 
 FAST = Limits(step_time_s=0.3, total_time_s=2.0, memory_bytes=8 << 20)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from persona.replies import wrap_reply
-from persona.scripted import ScriptedPersona
+from persona.engine.replies import wrap_reply
+from persona.engine.scripted import ScriptedPersona
 
 BRIEF = """## Current phase (1 of 2): Start
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from persona.benchmark import load_benchmark, manifest_schema
-from persona.cli import app
+from persona.benchmark.loader import load_benchmark, manifest_schema
+from persona.cli.app import app
 from persona.errors import InputError
-from persona.phases import Category
-from persona.skeleton import create_skeleton
+from persona.benchmark.phases import Category
+from persona.benchmark.skeleton import create_skeleton
 
 
 @pytest.mark.parametrize("language", ["en", "ru"])

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from persona.benchmark import load_benchmark
-from persona.scenario import Scenario
+from persona.benchmark.loader import load_benchmark
+from persona.engine.scenario import Scenario
 from persona.state import RunState
-from persona.tools import SCENARIO_COMPLETE, TOOL_NAMES, TOOL_SPECS, ToolBox
+from persona.engine.tools import SCENARIO_COMPLETE, TOOL_NAMES, TOOL_SPECS, ToolBox
 from tests.test_benchmark import good_files
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .frontends import Frontend, Launch
+from tests.support.frontends import Frontend, Launch
 
 OPENAI = "openai==3.57.0"  # the small apps call the model through it, as real apps do
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .chat_model import ChatModel, text_of
-from .frontends import Frontend, Launch, Running, _tail, frontends_dir, start
+from tests.support.chat_model import ChatModel, text_of
+from tests.support.frontends import Frontend, Launch, Running, _tail, frontends_dir, start
 
 NODE = ("node@24.21.0",)  # OpenClaw 2026.9.6 requires >=24.16 <25 (or >=26.1); the npm `node` package ships it
 OPENCLAW = ("openclaw@2026.9.6",)

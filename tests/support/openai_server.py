@@ -145,7 +145,7 @@ def scripted_responder(language: str = "en") -> Responder:
     """The scripted persona behind the HTTP API: the real OpenAI client path, deterministic answers."""
     import asyncio
 
-    from persona.scripted import ScriptedPersona
+    from persona.engine.scripted import ScriptedPersona
 
     persona = ScriptedPersona(language)
 

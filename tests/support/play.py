@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from persona.config import load_config
-from persona.runner import Runner, RunOutcome, plan_runs
+from persona.engine.runner import Runner, RunOutcome, plan_runs
 from persona.state import RunState, RunStore
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from persona.benchmark import Benchmark, load_benchmark
-from persona.phases import Category
+from persona.benchmark.loader import Benchmark, load_benchmark
+from persona.benchmark.phases import Category
 from persona.state import AgentSession, Evaluation, Exchange, RunState, RunStore, Usage
 from tests.conftest import DEMO_BENCH
 

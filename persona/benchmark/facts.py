@@ -1,0 +1,136 @@
+"""Fact files: `# Title`, `## N. Section`, `N.M fact`; parsed once, then kept as live copies in the run state.
+
+The benchmark's files are never written: edits go to the copies in state.json.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from persona.errors import InputError, Problem
+from persona.textfile import read_user_text
+
+DELETED = "—"
+_TITLE = re.compile(r"^#\s+(?P<title>\S.*?)\s*$")
+_SECTION = re.compile(r"^##\s+(?P<num>\d+)\.\s*(?P<title>\S.*?)\s*$")
+_FACT = re.compile(r"^(?P<id>(?P<sec>\d+)\.(?P<n>\d+))\.?\s+(?P<text>\S.*?)\s*$")
+
+
+class Fact(BaseModel):
+    id: str
+    text: str
+    told_turn: int | None = None  # agent turn after which it counted as told; None = not told yet
+    changed_turn: int | None = None  # last facts_edit, for memory-decay analysis
+
+    @property
+    def deleted(self) -> bool:
+        return self.text == DELETED
+
+
+class FactSection(BaseModel):
+    number: int
+    title: str
+    facts: list[Fact] = []
+
+
+class FactFile(BaseModel):
+    name: str  # file stem: how phases and tools refer to it ("family")
+    title: str
+    sections: list[FactSection] = []
+
+    def all_facts(self) -> list[Fact]:
+        return [f for s in self.sections for f in s.facts]
+
+    def live_facts(self) -> list[Fact]:
+        return [f for f in self.all_facts() if not f.deleted]
+
+    def get(self, fact_id: str) -> Fact | None:
+        return next((f for f in self.all_facts() if f.id == fact_id), None)
+
+    def section(self, number: int) -> FactSection | None:
+        return next((s for s in self.sections if s.number == number), None)
+
+    def untold(self) -> list[Fact]:
+        return [f for f in self.live_facts() if f.told_turn is None]
+
+    def add(self, section_number: int, text: str) -> Fact:
+        section = self.section(section_number)
+        if section is None:
+            raise KeyError(section_number)
+        taken = [int(f.id.split(".")[1]) for f in section.facts]
+        fact = Fact(id=f"{section_number}.{max(taken, default=0) + 1}", text=text)
+        section.facts.append(fact)
+        return fact
+
+    def render(self, facts: list[Fact] | None = None) -> str:
+        """The file as markdown; with `facts`, only those (and their section headings)."""
+        keep = None if facts is None else {f.id for f in facts}
+        lines = [f"# {self.title}"]
+        for s in self.sections:
+            shown = [f for f in s.facts if keep is None or f.id in keep]
+            if keep is not None and not shown:
+                continue
+            lines += ["", f"## {s.number}. {s.title}"] + [f"{f.id} {f.text}" for f in shown]
+        return "\n".join(lines) + "\n"
+
+
+def parse_fact_file(text: str, name: str, file: str) -> tuple[FactFile, list[Problem]]:
+    """Parse fact-file markdown; problems carry file:line, and parsing goes on past them."""
+    problems: list[Problem] = []
+    title: str | None = None
+    sections: list[FactSection] = []
+    seen: dict[str, int] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("<!--"):
+            continue
+        if m := _SECTION.match(line):
+            number = int(m["num"])
+            if any(s.number == number for s in sections):
+                problems.append(Problem(file, lineno, f"section {number} appears twice"))
+            sections.append(FactSection(number=number, title=m["title"]))
+        elif m := _TITLE.match(line):
+            if title is not None:
+                problems.append(Problem(file, lineno, "a second '# ' title; a fact file has one"))
+            title = m["title"]
+        elif m := _FACT.match(line):
+            fid = m["id"]
+            if not sections:
+                problems.append(Problem(file, lineno, f"fact {fid} before any '## N. Section' heading"))
+                continue
+            if int(m["sec"]) != sections[-1].number:
+                problems.append(
+                    Problem(file, lineno, f"fact {fid} is under section {sections[-1].number}; "
+                            f"its id must start with {sections[-1].number}.")
+                )
+            if fid in seen:
+                problems.append(Problem(file, lineno, f"fact id {fid} repeats line {seen[fid]}"))
+                continue
+            seen[fid] = lineno
+            sections[-1].facts.append(Fact(id=fid, text=m["text"]))
+        else:
+            problems.append(
+                Problem(file, lineno, f"not a fact line (expected '# Title', '## N. Section' or 'N.M text'): {line[:60]!r}")
+            )
+    if title is None:
+        problems.append(Problem(file, 1, "missing '# Title' line"))
+    if not any(s.facts for s in sections):
+        problems.append(Problem(file, 1, "no facts (lines like '1.1 text' under '## 1. Section')"))
+    return FactFile(name=name, title=title or name, sections=sections), problems
+
+
+def load_fact_file(path: Path, display: str) -> tuple[FactFile, list[Problem]]:
+    try:
+        text = read_user_text(path, display)
+    except InputError as e:
+        return FactFile(name=path.stem, title=path.stem), e.problems
+    return parse_fact_file(text, path.stem, display)
+
+
+def fact_file_name(ref: str) -> str:
+    """'family', 'family.md', '`Family`' all name the fact file 'family'."""
+    ref = ref.strip().strip("`'\"").strip()
+    return ref[:-3] if ref.lower().endswith(".md") else ref

@@ -1,0 +1,176 @@
+"""Warnings for benchmarks that load fine but probably do not test what their author meant.
+
+Errors (benchmark.py) make a benchmark unplayable; these are likely mistakes a person should look
+at: a check asked before the change it tests, an answer the question gives away, an answer no fact
+contains, a file never told, no new session at all. Each names the file and line, like an error.
+The heuristics reuse the scripted grader's matching (grading.matches), so "found" means what the
+offline grader would accept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from persona.benchmark.loader import MANIFEST, Benchmark
+from persona.errors import Problem
+from persona.benchmark.facts import DELETED
+from persona.benchmark.grading import matches, numbers, says_unknown
+from persona.benchmark.phases import Category, Check, Phase
+
+# Categories whose answer should be written in some fact or phase text (the others are computed or absent).
+GROUNDED = {Category.single, Category.updated, Category.preference}
+_MARKS = ("❓", "✏", "➕")
+
+
+@dataclass(frozen=True)
+class Said:
+    """A text the persona says, or may say, at a point of the scenario."""
+
+    at: tuple[int, int]  # (phase index, line): its place in play order
+    text: str
+    source: str  # "file:line" or "fact family 1.2", for messages
+    change: bool  # a ✏️/➕ line or phase prose: new information, not an original fact
+    told: bool = True  # False: a fact of a file no phase tells
+    old: str | None = None  # for a ✏️ line: the fact's text before it
+
+
+def lint(bench: Benchmark) -> list[Problem]:
+    told_at = _first_told(bench)
+    said = _said(bench, told_at)
+    problems = [*_unused_files(bench, told_at), *_empty_phases(bench), *_no_new_session(bench)]
+    questions: dict[str, Check] = {}
+    for phase in bench.phases:
+        for check in phase.checks:
+            problems += _check_warnings(phase, check, said)
+            key = " ".join(check.question.lower().split())
+            if key in questions:
+                problems.append(Problem(phase.chapter, check.line, f"check {check.id} asks the same question as "
+                                        f"{questions[key].id}: the agent cannot tell which answer is meant"))
+            questions.setdefault(key, check)
+    m = bench.manifest
+    order = {bench.display(n): i for i, n in enumerate([MANIFEST, m.instructions, m.profile, *m.fact_files, *m.chapters])}
+    return sorted(problems, key=lambda p: (order.get(p.file, len(order)), p.line or 0))
+
+
+def _manifest(bench: Benchmark) -> str:
+    return bench.display(MANIFEST)
+
+
+def _first_told(bench: Benchmark) -> dict[str, int]:
+    """Phase index at which each fact file is first told (asked for in prose, or required).
+
+    The profile too: it is in the persona's context, but nothing makes the persona tell all of it.
+    """
+    told: dict[str, int] = {}
+    for phase in bench.phases:
+        refs = [bench.resolve_fact_file(r) for r in phase.fact_refs]
+        refs += bench.plays[phase.index].required if phase.index < len(bench.plays) else []
+        for name in refs:
+            if name is not None:
+                told.setdefault(name, phase.index)
+    return told
+
+
+def _said(bench: Benchmark, told_at: dict[str, int]) -> list[Said]:
+    out: list[Said] = []
+    texts: dict[tuple[str | None, str], str | None] = {}  # (file, fact id) -> its text so far, for edits
+    for name, ff in bench.fact_files.items():
+        first = told_at.get(name)
+        at = (first if first is not None else len(bench.phases), 0)
+        out += [Said(at, f.text, f"fact {name} {f.id}", False, first is not None) for f in ff.live_facts()]
+    for phase in bench.phases:
+        for m in phase.mentions:
+            name = bench.resolve_fact_file(m.file)
+            fact = bench.fact_files[name].get(m.fact_id) if name else None
+            if fact is not None:
+                out.append(Said((phase.index, m.line), fact.text, f"fact {name} {fact.id}", False))
+        for e in phase.edits:
+            name = bench.resolve_fact_file(e.file)
+            key = (name, e.fact_id)
+            if key not in texts:
+                fact = bench.fact_files[name].get(e.fact_id) if name else None
+                texts[key] = fact.text if fact else None
+            out.append(Said((phase.index, e.line), e.text, f"{phase.chapter}:{e.line}", True, old=texts[key]))
+            texts[key] = e.text
+        out += [Said((phase.index, a.line), a.text, f"{phase.chapter}:{a.line}", True) for a in phase.additions]
+        for i, line in enumerate(phase.body.splitlines()):
+            if line.strip() and not any(mark in line for mark in _MARKS):
+                out.append(Said((phase.index, phase.body_line + i), line, f"{phase.chapter}:{phase.body_line + i}", True))
+    return sorted(out, key=lambda s: s.at)  # play order
+
+
+def _unused_files(bench: Benchmark, told_at: dict[str, int]) -> list[Problem]:
+    mentioned = {bench.resolve_fact_file(m.file) for p in bench.phases for m in p.mentions}
+    return [Problem(_manifest(bench), None, f"fact file {name}.md is never told: no phase says 'tell the facts "
+                    f"from {name}' or requires it, so no check can rely on it")
+            for name in bench.fact_files
+            if name not in told_at and name not in mentioned and name != bench.profile.name]
+
+
+def _empty_phases(bench: Benchmark) -> list[Problem]:
+    return [Problem(p.chapter, p.line, f"phase '{p.title}' is empty: the persona gets nothing to do")
+            for p in bench.phases if not p.body.strip() and p.script is None]
+
+
+def _no_new_session(bench: Benchmark) -> list[Problem]:
+    checks = bench.checks
+    starts = [p.index for p in bench.plays if p.new_sessions]
+    if not checks:
+        return []
+    if not starts:
+        recall = sum(c.category in (Category.single, Category.updated) for c in checks)
+        if recall * 2 >= len(checks):
+            return [Problem(_manifest(bench), None, "no phase calls `await bench.newSession()`: every check is "
+                            "asked in the chat where its fact was told, so it tests the context window, not memory")]
+        return []
+    after = [c for p in bench.phases if p.index >= starts[0] for c in p.checks]
+    if not after:
+        first = bench.phases[starts[0]]
+        return [Problem(first.chapter, first.line, "no check comes after the first new session: "
+                        "nothing tests what survives it")]
+    return []
+
+
+def _check_warnings(phase: Phase, check: Check, said: list[Said]) -> list[Problem]:
+    here = (phase.index, check.line)
+    warn = lambda message: Problem(phase.chapter, check.line, f"check {check.id}: {message}")  # noqa: E731
+    problems = []
+    if check.category is not Category.absent and says_unknown(check.answer):
+        problems.append(warn("its answer says it was never told: mark it [absent]"))
+        return problems
+    given = [item for item in check.items if _gives_away(item, check.question)]
+    if given and check.category is not Category.absent:
+        problems.append(warn(f"the question gives its answer away ({'; '.join(given)})"))
+    if check.category not in GROUNDED:
+        return problems
+    before = [s for s in said if s.at < here]
+    for item in check.items:
+        if check.category is Category.updated:
+            changes = [s for s in before if s.change and matches(item, s.text)]
+            edit = next((s for s in reversed(changes) if s.old is not None), None)  # the latest ✏️ giving it
+            if edit is not None and edit.old != DELETED and numbers(item) and numbers(item) <= numbers(edit.old):
+                # With numbers the scripted grader reads only them: the old value would pass too.
+                problems.append(warn(f"every number of '{item}' is in the old value too ({edit.old!r}): the "
+                                     "scripted grader would accept an agent that missed the change"))
+            if changes:
+                continue
+            later = next((s for s in said if s.change and s.at > here and matches(item, s.text)), None)
+            if later:
+                problems.append(warn(f"asked before the change that gives '{item}' ({later.source})"))
+            else:
+                problems.append(warn(f"no change before it (✏️/➕ line or phase text) gives '{item}': "
+                                     "an [updated] check tests a fact that changed"))
+        elif not any(matches(item, s.text) for s in before):
+            later = next((s for s in said if s.at > here and matches(item, s.text)), None)
+            where = ("a typo, or a fact missing from the files?" if later is None
+                     else f"it is told only later ({later.source})" if later.told
+                     else f"it is only in {later.source}, which no phase tells")
+            problems.append(warn(f"its answer '{item}' is in no fact or phase text before it: {where}"))
+    return problems
+
+
+def _gives_away(item: str, question: str) -> bool:
+    """Numbers only when written the same way (a date in the question is no hint); words by the grader's rule."""
+    if numbers(item):
+        return " ".join(item.lower().split()) in " ".join(question.lower().split())
+    return matches(item, question)

@@ -1,0 +1,224 @@
+"""A benchmark folder: benchmark.json, instructions, profile, fact files and chapters.
+
+`load_benchmark` validates everything it reads and raises one InputError listing every problem
+with its file and line, so a broken benchmark is fixed in one pass and never half-played.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from persona.errors import InputError, Problem
+from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
+from persona.jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
+from persona.benchmark.phases import Check, Phase, split_chapter, stray_directives
+from persona.benchmark.js_sandbox import compile_check
+from persona.textfile import read_user_text
+from persona.benchmark.js_check import PhasePlay, play_scripts
+
+MANIFEST = "benchmark.json"
+
+
+class Manifest(BaseModel):
+    """benchmark.json. Its JSON Schema is generated from this model (`mmb schema`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, title="MarathonMemBench benchmark")
+
+    schema_ref: str | None = Field(None, alias="$schema", description="Path or URL of this JSON Schema, for editors")
+    title: str = Field("", description="Shown in reports")
+    language: str = Field("en", description="Language the persona writes in: en, ru, ...")
+    description: str = Field("", description="What the benchmark measures, for people choosing one")
+    chapters: list[str] = Field(..., min_length=1, description="Chapter files in play order; each '## ' section is a phase")
+    fact_files: list[str] = Field([], description="Fact files besides the profile, e.g. family.md")
+    instructions: str = Field("instructions.md", description="Appended to the persona's system prompt under 'Your scenario'")
+    profile: str = Field("profile.md", description="Fact file always in the persona's context")
+
+
+class Benchmark(BaseModel):
+    root: Path
+    manifest: Manifest
+    instructions: str
+    profile: FactFile
+    fact_files: dict[str, FactFile]  # by name, the profile included under its own name
+    phases: list[Phase]
+    plays: list[PhasePlay] = []  # what each phase's JS block did when played at load time
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def title(self) -> str:
+        return self.manifest.title or self.root.name
+
+    @property
+    def checks(self) -> list[Check]:
+        return [c for p in self.phases for c in p.checks]
+
+    def display(self, name: str) -> str:
+        """A file of the benchmark as problems name it: relative to the working directory when inside it."""
+        return _rel(self.root, self.root / name)
+
+    def resolve_fact_file(self, ref: str) -> str | None:
+        """The canonical name of a fact file a phase or tool refers to, case-insensitively."""
+        wanted = fact_file_name(ref).lower()
+        return next((n for n in self.fact_files if n.lower() == wanted), None)
+
+
+def manifest_schema() -> dict:
+    return Manifest.model_json_schema(by_alias=True)
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _load_manifest(root: Path) -> tuple[Manifest, dict[JsonPath, int]]:
+    path = root / MANIFEST
+    if not root.is_dir():
+        raise InputError.single(root, None, "benchmark folder not found")
+    data, lines = load_jsonc(path)
+    if not isinstance(data, dict):
+        raise InputError.single(path, 1, "benchmark.json must hold an object")
+    try:
+        return Manifest.model_validate(data), lines
+    except ValidationError as e:
+        raise InputError(pydantic_problems(e, path, lines)) from None
+
+
+def load_benchmark(root: Path) -> Benchmark:
+    root = root.resolve()
+    manifest, lines = _load_manifest(root)
+    show = lambda name: _rel(root, root / name)  # noqa: E731 - paths as the user typed them
+
+    def at(message: str, *path: str | int) -> Problem:
+        """A problem at a value of benchmark.json, e.g. at("...", "chapters", 2)."""
+        return Problem(show(MANIFEST), line_of(lines, path), message)
+
+    problems: list[Problem] = _listing_problems(manifest, at)
+
+    instructions = ""
+    if (root / manifest.instructions).is_file():
+        try:
+            instructions = read_user_text(root / manifest.instructions, show(manifest.instructions)).strip()
+        except InputError as e:
+            problems += e.problems
+    else:
+        problems.append(at(f"instructions file {manifest.instructions} not found", "instructions"))
+
+    profile, profile_problems = load_fact_file(root / manifest.profile, show(manifest.profile))
+    problems += profile_problems
+    fact_files = {profile.name: profile}
+    for i, name in enumerate(manifest.fact_files):
+        if name in manifest.fact_files[:i] or name in (manifest.profile, manifest.instructions, *manifest.chapters):
+            continue  # listed in two roles: reported by _listing_problems, not parsed twice
+        ff, ff_problems = load_fact_file(root / name, show(name))
+        if ff.name in fact_files:
+            problems.append(at(f"fact file {name} has the same name as another one: phases could not tell them apart",
+                               "fact_files", i))
+        problems += ff_problems
+        fact_files[ff.name] = ff
+
+    phases: list[Phase] = []
+    for i, chapter in enumerate(manifest.chapters):
+        path = root / chapter
+        if chapter in manifest.chapters[:i]:
+            continue  # reported by _listing_problems; played once
+        if not path.is_file():
+            problems.append(at(f"chapter {chapter} not found", "chapters", i))
+            continue
+        try:
+            text = read_user_text(path, show(chapter))
+        except InputError as e:
+            problems += e.problems
+            continue
+        chapter_phases, chapter_problems = split_chapter(text, show(chapter), len(phases))
+        phases += chapter_phases
+        problems += chapter_problems
+
+    problems += stray_directives(instructions, show(manifest.instructions), 1, "in the instructions")
+    bench = Benchmark(root=root, manifest=manifest, instructions=instructions, profile=profile,
+                      fact_files=fact_files, phases=phases)
+    problems += _cross_checks(bench, show)
+    if problems:
+        raise InputError(problems)
+    return bench
+
+
+def _missing_fact(bench: Benchmark, where: str, line: int, file: str, fact_id: str, quote: str = "") -> list[Problem]:
+    """What is wrong with a reference to fact `fact_id` of fact file `file`, if anything."""
+    name = bench.resolve_fact_file(file)
+    if name is None:
+        return [Problem(where, line, f"{quote}unknown fact file '{file}'")]
+    if bench.fact_files[name].get(fact_id) is None:
+        return [Problem(where, line, f"fact {fact_id} does not exist in {name}.md")]
+    return []
+
+
+def _cross_checks(bench: Benchmark, show) -> list[Problem]:
+    """Rules that span files: references, unique check ids, JS that compiles, unlisted files."""
+    problems: list[Problem] = []
+    seen_checks: dict[str, str] = {}
+    broken: set[int] = set()  # phases whose JS block does not compile: not played
+    for phase in bench.phases:
+        where = phase.chapter
+        for ref in phase.fact_refs:
+            if bench.resolve_fact_file(ref) is None:
+                problems.append(Problem(where, phase.line, f"phase '{phase.title}' refers to fact file '{ref}', "
+                                        f"which is not listed in benchmark.json fact_files"))
+        for edit in phase.edits:
+            problems += _missing_fact(bench, where, edit.line, edit.file, edit.fact_id)
+        for mention in phase.mentions:
+            problems += _missing_fact(bench, where, mention.line, mention.file, mention.fact_id,
+                                      quote=f"'fact {mention.file} {mention.fact_id}': ")
+        for add in phase.additions:
+            name = bench.resolve_fact_file(add.file)
+            if name is None:
+                problems.append(Problem(where, add.line, f"unknown fact file '{add.file}'"))
+            elif bench.fact_files[name].section(add.section) is None:
+                problems.append(Problem(where, add.line, f"{name}.md has no section {add.section}"))
+        for check in phase.checks:
+            if check.id in seen_checks:
+                problems.append(Problem(where, check.line, f"check id {check.id} repeats {seen_checks[check.id]}"))
+            seen_checks[check.id] = f"{where}:{check.line}"
+        if phase.script is not None and (err := compile_check(phase.script)):
+            line = phase.script_line + (err.line or 1) - 1
+            problems.append(Problem(where, line, f"JS block does not compile: {err.message}"))
+            broken.add(phase.index)
+    bench.plays, play_problems = play_scripts(bench.phases, bench.resolve_fact_file, broken)
+    problems += play_problems
+    listed = {bench.manifest.instructions, bench.manifest.profile, *bench.manifest.fact_files, *bench.manifest.chapters}
+    for md in sorted(bench.root.glob("*.md")):
+        if md.name not in listed:
+            problems.append(Problem(show(md.name), None, "not listed in benchmark.json (a chapter, fact file, profile or instructions?)"))
+    return problems
+
+
+def _listing_problems(manifest: Manifest, at) -> list[Problem]:
+    """Each file plays one role, once: a chapter listed twice would be played twice, or silently once."""
+    problems = []
+    roles: dict[str, str] = {}
+    listed = [(manifest.instructions, "instructions", ("instructions",)), (manifest.profile, "profile", ("profile",)),
+              *((f, "fact file", ("fact_files", i)) for i, f in enumerate(manifest.fact_files)),
+              *((c, "chapter", ("chapters", i)) for i, c in enumerate(manifest.chapters))]
+    for name, role, path in listed:
+        if name in roles:
+            first = roles[name]
+            other = f"the {first}" if first in ("instructions", "profile") else f"a {first}"
+            how = f"twice as a {role}" if first == role else f"as a {role} and as {other}"
+            problems.append(at(f"{name} is listed {how}: a file plays one role, once", *path))
+        roles.setdefault(name, role)
+    return problems
+
+
+def validate(root: Path) -> list[Problem]:
+    try:
+        load_benchmark(root)
+    except InputError as e:
+        return e.problems
+    return []

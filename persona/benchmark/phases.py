@@ -1,0 +1,215 @@
+"""Chapters split into phases at `## `, and the lines inside a phase that the engine reads.
+
+The same parser serves `mmb validate`, the run, and the scripted persona (which reads the phase
+text it was shown), so a line means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from pydantic import BaseModel
+
+from persona.errors import Problem
+
+
+class Category(str, Enum):
+    single = "single"
+    updated = "updated"
+    aggregate = "aggregate"
+    temporal = "temporal"
+    preference = "preference"
+    absent = "absent"
+
+
+class Check(BaseModel):
+    id: str
+    category: Category = Category.single
+    question: str
+    answer: str
+    line: int = 0
+
+    @property
+    def items(self) -> list[str]:
+        """Expected list items; a single-value answer is a list of one."""
+        return [p.strip() for p in self.answer.split(";") if p.strip()]
+
+    @property
+    def is_list(self) -> bool:
+        return len(self.items) > 1
+
+
+class FactEdit(BaseModel):
+    file: str
+    fact_id: str
+    text: str
+    line: int = 0
+
+
+class FactAddition(BaseModel):
+    file: str
+    section: int
+    text: str
+    line: int = 0
+
+
+class FactMention(BaseModel):
+    """`fact family 2.3` in phase prose: the phase is about this one fact (tell it if not told yet)."""
+
+    file: str
+    fact_id: str
+    line: int = 0
+
+
+class Phase(BaseModel):
+    index: int  # position in the whole scenario, 0-based
+    chapter: str
+    title: str
+    line: int  # of the '## ' heading
+    body: str  # what the persona is shown (the JS block removed)
+    body_line: int = 0  # line of the body's first line in the chapter file
+    script: str | None = None
+    script_line: int = 0  # line of the first code line in the chapter file
+    checks: list[Check] = []
+    edits: list[FactEdit] = []
+    additions: list[FactAddition] = []
+    fact_refs: list[str] = []  # fact files the phase asks to tell, in order of appearance
+    mentions: list[FactMention] = []  # single facts the phase refers to by id
+
+
+ANSWER_MARKERS = ("Correct answer", "Правильный ответ")
+_CHECK = re.compile(
+    r"^\s*❓\s*(?P<id>\S+)\s+(?:\[(?P<cat>[^\]]*)\]\s*)?(?P<rest>.*)$"
+)
+_ANSWER = re.compile(r"\s*(?:" + "|".join(ANSWER_MARKERS) + r")\s*:\s*", re.IGNORECASE)
+_EDIT = re.compile(r"^\s*✏\ufe0f?\s*(?P<file>[\w.-]+)\s+(?P<id>\d+\.\d+)\s*:\s*(?P<text>.*?)\s*$")
+_ADD = re.compile(r"^\s*➕\s*(?P<file>[\w.-]+)\s+(?P<section>\d+)\s*:\s*(?P<text>.*?)\s*$")
+_FACT_REF = re.compile(r"(?:facts\s+from|факты\s+из)\s+`?(?P<name>[\w-]+)(?:\.md)?`?", re.IGNORECASE)
+# "fact family 2.3", "facts family 2.3 and 2.4", "fact 2.3 of family", "факт family 2.3", "факт 2.3 из family"
+_IDS = r"\d+\.\d+(?:\s*(?:,|and|и)\s*\d+\.\d+)*"
+_MENTION = re.compile(
+    r"(?<![\w-])(?:facts?|факт[а-я]*)\s+(?:`?(?P<file>[A-Za-z_][\w-]*)`?\s+(?P<ids>" + _IDS + r")"
+    r"|(?P<ids2>" + _IDS + r")\s+(?:of|from|in|из)\s+`?(?P<file2>[A-Za-z_][\w-]*)`?)",
+    re.IGNORECASE,
+)
+_FENCE_OPEN = re.compile(r"^```\s*(js|javascript)\s*$", re.IGNORECASE)
+
+
+def parse_directives(text: str, file: str, first_line: int = 1) -> tuple[dict, list[Problem]]:
+    """Checks, edits, additions and fact-file references in phase text."""
+    out: dict = {"checks": [], "edits": [], "additions": [], "fact_refs": [], "mentions": []}
+    problems: list[Problem] = []
+    for offset, line in enumerate(text.splitlines()):
+        lineno = first_line + offset
+        if "❓" in line:
+            check = _parse_check(line, file, lineno, problems)
+            if check:
+                out["checks"].append(check)
+        elif "✏" in line:
+            if m := _EDIT.match(line):
+                out["edits"].append(FactEdit(file=m["file"], fact_id=m["id"], text=m["text"], line=lineno))
+            else:
+                problems.append(Problem(file, lineno, "an edit line must read '✏️ FILE ID: NEW TEXT'"))
+        elif "➕" in line:
+            if m := _ADD.match(line):
+                out["additions"].append(
+                    FactAddition(file=m["file"], section=int(m["section"]), text=m["text"], line=lineno)
+                )
+            else:
+                problems.append(Problem(file, lineno, "an addition line must read '➕ FILE SECTION: TEXT'"))
+        else:
+            out["mentions"] += fact_mentions(line, lineno)
+        for m in _FACT_REF.finditer(line):
+            if m["name"] not in out["fact_refs"]:
+                out["fact_refs"].append(m["name"])
+    return out, problems
+
+
+def fact_mentions(line: str, lineno: int = 0) -> list[FactMention]:
+    """Single facts named by id in a line of prose."""
+    found = []
+    for m in _MENTION.finditer(line):
+        file, ids = (m["file"], m["ids"]) if m["file"] else (m["file2"], m["ids2"])
+        found += [FactMention(file=file, fact_id=i, line=lineno) for i in re.findall(r"\d+\.\d+", ids)]
+    return found
+
+
+DIRECTIVE_MARKS = ("❓", "✏", "➕")
+
+
+def stray_directives(text: str, file: str, first_line: int, where: str) -> list[Problem]:
+    """Check, edit and addition lines where no phase reads them: they would be silently ignored."""
+    return [Problem(file, first_line + i, f"this {_mark_name(line)} line {where} is never shown to the persona; "
+                    "move it into a '## ' phase")
+            for i, line in enumerate(text.splitlines()) if any(m in line for m in DIRECTIVE_MARKS)]
+
+
+def _mark_name(line: str) -> str:
+    return "check" if "❓" in line else "edit" if "✏" in line else "addition"
+
+
+def _parse_check(line: str, file: str, lineno: int, problems: list[Problem]) -> Check | None:
+    m = _CHECK.match(line)
+    if not m:
+        problems.append(Problem(file, lineno, "a check must read '❓ ID [CATEGORY] QUESTION Correct answer: ANSWER'"))
+        return None
+    parts = _ANSWER.split(m["rest"], maxsplit=1)
+    if len(parts) < 2 or not parts[1].strip():
+        problems.append(Problem(file, lineno, f"check {m['id']} has no expected answer ('Correct answer: ...')"))
+        return None
+    category = (m["cat"] or "single").strip().lower()
+    if category not in Category.__members__:
+        allowed = ", ".join(Category.__members__)
+        problems.append(Problem(file, lineno, f"check {m['id']}: unknown category [{category}] (one of: {allowed})"))
+        return None
+    question = parts[0].strip()
+    if not question:
+        problems.append(Problem(file, lineno, f"check {m['id']} has no question"))
+        return None
+    return Check(id=m["id"], category=Category(category), question=question, answer=parts[1].strip(), line=lineno)
+
+
+def split_chapter(text: str, chapter: str, first_index: int) -> tuple[list[Phase], list[Problem]]:
+    """Split a chapter into phases; text before the first '## ' is an author's note."""
+    problems: list[Problem] = []
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    if not heads:
+        return [], [Problem(chapter, 1, "no phases: a chapter needs at least one '## ' section")]
+    problems += stray_directives("\n".join(lines[: heads[0]]), chapter, 1, "in the note before the first '## '")
+    phases = []
+    for n, start in enumerate(heads):
+        end = heads[n + 1] if n + 1 < len(heads) else len(lines)
+        phase, phase_problems = _parse_phase(lines, start, end, chapter, first_index + n)
+        phases.append(phase)
+        problems += phase_problems
+    return phases, problems
+
+
+def _parse_phase(lines: list[str], start: int, end: int, chapter: str, index: int) -> tuple[Phase, list[Problem]]:
+    problems: list[Problem] = []
+    title = lines[start][3:].strip() or f"Phase {index + 1}"
+    body_start = start + 1
+    while body_start < end and not lines[body_start].strip():
+        body_start += 1
+    script, script_line = None, 0
+    if body_start < end and _FENCE_OPEN.match(lines[body_start].strip()):
+        close = next((i for i in range(body_start + 1, end) if lines[i].strip() == "```"), None)
+        if close is None:
+            problems.append(Problem(chapter, body_start + 1, "JS block is not closed with ```"))
+            close = end
+        script = "\n".join(lines[body_start + 1 : close])
+        script_line = body_start + 2
+        body_start = close + 1
+    body = "\n".join(lines[body_start:end]).strip()
+    body_line = next((i + 1 for i in range(body_start, end) if lines[i].strip()), end)
+    for i in range(body_start, end):
+        if _FENCE_OPEN.match(lines[i].strip()):
+            problems.append(Problem(chapter, i + 1, "a JS block must come first in its phase, right after the '## ' heading"))
+    directives, directive_problems = parse_directives("\n".join(lines[body_start:end]), chapter, body_start + 1)
+    phase = Phase(
+        index=index, chapter=chapter, title=title, line=start + 1, body=body, body_line=body_line,
+        script=script, script_line=script_line, **directives,
+    )
+    return phase, problems + directive_problems

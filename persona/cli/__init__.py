@@ -1,0 +1,4 @@
+"""The `mmb` command line (typer): run, report, validate, new, probe, login, browsers-path.
+
+May import anything in persona/ and drivers/; nothing imports it.
+"""

@@ -1,0 +1,108 @@
+"""The browser commands behind `mmb probe` and `mmb login`: profile + browser config in, a result out."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from drivers.auth import SavedLogin, find_login, profile_path, run_login, secure_folder, storage_path
+from drivers.browser import browser_host
+from drivers.generic import PlaywrightDriver
+from drivers.probe import ProbeReport, probe
+from drivers.profile import Profile
+from drivers.registry import GENERIC, build_profile
+
+from persona.config import BrowserConfig
+
+
+def parse_pairs(pairs: list[str], what: str, *, json_values: bool = True) -> dict[str, Any]:
+    """`key=value` flags into a dict. With json_values, values that read as JSON (numbers, true,
+    null) become that; otherwise they stay text, and an empty value is None (no such selector).
+
+    A dotted key nests: `completion.quiet_ms=2000` -> {"completion": {"quiet_ms": 2000}}.
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what} {pair!r}: write it as key=value")
+        value: Any = raw or None
+        if json_values:
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = raw
+        *parents, leaf = key.split(".")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"{what} {pair!r}: {p} is not a group of settings")
+        node[leaf] = value
+    return out
+
+
+def resolve_profile(name: str, url: str | None, selectors: dict[str, Any], options: dict[str, Any]) -> Profile:
+    profile = build_profile(name, selectors, options)
+    if profile is None:
+        raise ValueError(f"driver {name!r} has no browser profile to probe")
+    if url:
+        profile = profile.model_copy(update={"url": url})
+    if not profile.url:
+        raise ValueError(f"profile {name!r} has no URL: give one")
+    return profile
+
+
+async def probe_page(profile: Profile, browser: BrowserConfig, *, base_dir: Path, out_dir: Path,
+                     send: str | None, login_name: str | None, auth_dir: Path) -> ProbeReport:
+    login = find_login(auth_dir, login_name) if login_name else None
+    async with browser_host(browser, base_dir) as host:
+        chat = await host.new_context(login=login, video_dir=out_dir / "videos" if browser.video else None)
+        driver = PlaywrightDriver(profile, chat.context, artifacts=out_dir, trace=browser.trace,
+                                  screenshot_on_failure=browser.screenshot_on_failure, secrets=chat.secrets)
+        failed = True
+        try:
+            report = await probe(driver, out_dir=out_dir, send=send)
+            failed = not report.ok
+        finally:
+            files = await driver.close(failed=failed)
+        report.traces = [f for f in files if f.name.endswith(".trace.zip")]
+        return report
+
+
+def login_url(profile: str, url: str | None) -> str:
+    """The page `mmb login PROFILE` opens: --url, else the profile's own."""
+    if url:
+        return url
+    if profile == GENERIC:
+        raise ValueError("the generic profile has no page of its own: give --url")
+    built = build_profile(profile, {}, {})
+    if built is None or not built.url:
+        raise ValueError(f"profile {profile!r} has no URL of its own: give --url")
+    return built.url
+
+
+async def login(url: str, browser: BrowserConfig, *, base_dir: Path, auth_dir: Path, name: str,
+                kind: str, wait_for: str | None, timeout_s: float | None, interactive: bool,
+                say: Callable[[str], None]) -> SavedLogin:
+    """Open the login page, let the user log in, keep the login under auth_dir (owner-only)."""
+    secure_folder(auth_dir)
+    if kind == "profile":
+        target = SavedLogin(name, "profile", profile_path(auth_dir, name))
+        target.path.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(target.path, 0o700)
+        start_from: SavedLogin | None = target
+    else:
+        target = SavedLogin(name, "storage", storage_path(auth_dir, name))
+        start_from = target if target.path.is_file() else None  # a re-login refreshes the old one
+    browser = browser.model_copy(update={"video": False})  # a recording would hold the login itself
+    async with browser_host(browser, base_dir) as host:
+        chat = await host.new_context(login=start_from)
+        try:
+            await run_login(chat.context, url=url, login=target, wait_for=wait_for,
+                            timeout_s=timeout_s, interactive=interactive, say=say)
+        finally:
+            await chat.context.close()
+    return target

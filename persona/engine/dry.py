@@ -1,0 +1,220 @@
+"""`mmb run --dry`: play a benchmark with the scripted persona against the oracle agent, in process.
+
+Before paying for an LLM persona, an author sees that every check is reachable and gradable
+(coverage 100 %, every score 10) and how long the scenario is: phases, facts, turns, persona
+tokens with the config's compaction settings. Nothing is typed into a browser.
+
+Each dry run starts over in its own folder, results/dry-<benchmark>/ (state.json, transcript,
+run.log and its own report.md), so it never mixes with real runs or their report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from persona.benchmark.loader import Benchmark, load_benchmark
+from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
+from persona.errors import InputError, Problem
+from persona.benchmark.phases import Category
+from persona.state import RunState, RunStore, now
+
+DRY_PREFIX = "dry-"
+ORACLE = "oracle"
+
+
+@dataclass
+class DryTarget:
+    bench: Benchmark
+    source: str  # the benchmark as the user named it
+
+
+@dataclass
+class DryResult:
+    target: DryTarget
+    state: RunState
+    folder: Path
+    failures: list[str] = field(default_factory=list)  # why it is not ready for a real run; empty = ready
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def play_dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
+             echo: Callable[[str], None] = print) -> bool:
+    """The `run --dry` command: True when every benchmark is ready. Bad input raises InputError.
+
+    With benchmark folders, no config is needed (default compaction, results/ here) unless one is
+    given; without, the benchmarks of the config's runs (or of `run_ids`) with its compaction.
+    """
+    cfg = load_config(config or Path("config.jsonc")) if config or not benchmarks else None
+    targets = targets_from_paths(benchmarks) if benchmarks else targets_from_config(cfg, run_ids)
+    compaction = cfg.compaction if cfg else CompactionConfig()
+    results = cfg.results_path() if cfg else Path("results").resolve()
+    ready = True
+    for target in targets:
+        result = asyncio.run(dry_run(target, results, compaction))
+        echo(summary(result, compaction))
+        ready = ready and result.ok
+    return ready
+
+
+def targets_from_paths(paths: list[Path]) -> list[DryTarget]:
+    return _load([(p, str(p), Problem(str(p), None, "benchmark:")) for p in paths])
+
+
+def targets_from_config(config: Config, only: list[str] | None = None) -> list[DryTarget]:
+    """The benchmarks of the selected runs, each once: a dry run does not depend on the agent."""
+    known = {r.id for r in config.runs}
+    missing = [Problem(str(config.source), None, f"no run with id {w!r} (runs: {', '.join(sorted(known))})")
+               for w in only or [] if w not in known]
+    if missing:
+        raise InputError(missing)
+    items: dict[Path, tuple[Path, str, Problem]] = {}
+    for i, run in enumerate(config.runs):
+        path = config.benchmark_path(run)
+        if (not only or run.id in only) and path not in items:
+            items[path] = (path, run.benchmark, config.problem(("runs", i, "benchmark"), f"benchmark {run.benchmark}:"))
+    return _load(list(items.values()))
+
+
+def _load(items: list[tuple[Path, str, Problem]]) -> list[DryTarget]:
+    """Load every benchmark; one InputError lists the problems of all of them, each under its header."""
+    targets, problems = [], []
+    for path, source, header in items:
+        try:
+            targets.append(DryTarget(load_benchmark(path), source))
+        except InputError as e:
+            problems += [header, *e.problems]
+    if problems:
+        raise InputError(problems)
+    return targets
+
+
+class ScratchStore(RunStore):
+    """A dry run is thrown away, never resumed: write the state at most once a second, without fsync.
+
+    The loop saves after every step, which is what makes a real run resumable; for a dry run of a
+    marathon that is thousands of fsynced rewrites, most of its time. The last save (the run's end,
+    finished or failed) is always written.
+    """
+
+    interval_s = 1.0
+    _last = 0.0
+
+    def save(self, state: RunState) -> None:
+        if state.status == "running" and time.monotonic() - self._last < self.interval_s:
+            return
+        self._last = time.monotonic()
+        state.updated_at = now()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(state.model_dump_json(), encoding="utf-8")
+
+
+def dry_folder(results_dir: Path, bench: Benchmark) -> Path:
+    return results_dir / (DRY_PREFIX + re.sub(r"[^A-Za-z0-9._-]+", "-", bench.name).strip("-."))
+
+
+def step_budget(bench: Benchmark) -> int:
+    """Generous for the scripted persona (about 3 steps per fact or check); a stuck scenario stops soon."""
+    facts = sum(len(ff.all_facts()) for ff in bench.fact_files.values())
+    edits = sum(len(p.edits) + len(p.additions) + len(p.mentions) for p in bench.phases)
+    return 10 * (facts + len(bench.checks) + edits + len(bench.phases)) + 200
+
+
+async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig) -> DryResult:
+    """Play one benchmark from scratch; the previous dry run of it is deleted first."""
+    from persona.engine.runner import RunPlan, Runner  # the runner imports Playwright: only when a run is due
+
+    bench = target.bench
+    folder = dry_folder(results_dir, bench)
+    if folder.exists():
+        shutil.rmtree(folder)
+    run = RunConfig(id=folder.name, benchmark=str(bench.root), agent=AgentConfig(driver=ORACLE))
+    # results_dir is the dry folder itself: its report.md is the dry run's own, never the real one.
+    config = Config(runs=[run], compaction=compaction, results_dir=str(folder.resolve()))
+    persona = PersonaConfig(kind="scripted", max_steps=step_budget(bench))
+    plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder)
+    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore).run_one(plan, None)
+    state = RunStore(folder).load()
+    assert state is not None
+    return DryResult(target, state, folder, _failures(bench, state))
+
+
+def _failures(bench: Benchmark, state: RunState) -> list[str]:
+    out = []
+    if state.status != "finished":
+        out.append(f"the run did not finish ({state.status}: {state.error or 'no error recorded'})")
+    graded = {e.check_id for e in state.evaluations}
+    missing = [c.id for c in bench.checks if c.id not in graded]
+    if missing:
+        out.append(f"coverage {_percent(len(graded), len(bench.checks))}: not graded {', '.join(missing[:20])}"
+                   + (" …" if len(missing) > 20 else ""))
+    low = [e for e in state.evaluations if e.score < 10]
+    if low:
+        out.append(f"{len(low)} check(s) scored below 10 against an agent that knows every answer")
+    return out
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f} %" if whole else "n/a"
+
+
+def _by_category(bench: Benchmark, state: RunState) -> str:
+    parts = []
+    for cat in Category:
+        planned = sum(c.category is cat for c in bench.checks)
+        scores = [e.score for e in state.evaluations if e.category is cat]
+        if planned:
+            mean = f"{sum(scores) / len(scores):.1f}" if scores else "–"
+            parts.append(f"{cat.value} {mean} ({len(scores)}/{planned})")
+    return " · ".join(parts) or "no checks"
+
+
+def _facts_line(bench: Benchmark, state: RunState) -> str:
+    live = {n: ff.live_facts() for n, ff in state.facts.items()}
+    total = sum(len(v) for v in live.values())
+    told = sum(1 for v in live.values() for f in v if f.told_turn is not None)
+    untold = [f"{n} {sum(f.told_turn is None for f in v)}" for n, v in live.items()
+              if any(f.told_turn is None for f in v)]
+    line = f"{told} of {total} told"
+    if untold:
+        note = f" ({bench.profile.name} is in the persona's context; the scripted persona tells it only when asked)" \
+            if any(u.startswith(bench.profile.name + " ") for u in untold) else ""
+        line += f"; untold: {', '.join(untold)}{note}"
+    return line
+
+
+def summary(result: DryResult, compaction: CompactionConfig) -> str:
+    bench, state = result.target.bench, result.state
+    evs = state.evaluations
+    mean = f"{sum(e.score for e in evs) / len(evs):.2f}" if evs else "n/a"
+    usage = state.usage
+    new_sessions = sum(1 for s in state.sessions if s.reason == "newSession")
+    lines = [
+        f"dry run: {result.target.source} — {bench.title} (scripted persona, oracle agent)",
+        f"  phases     {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)} reached; "
+        f"{len(state.sessions)} chat session(s), {new_sessions} new",
+        f"  facts      {_facts_line(bench, state)}",
+        f"  checks     {len(evs)} of {len(bench.checks)} graded (coverage {_percent(len(evs), len(bench.checks))}), "
+        f"mean {mean} / 10",
+        f"  categories {_by_category(bench, state)}",
+        f"  turns      {state.turn} messages to the agent, {state.steps} persona steps",
+        f"  tokens     {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out; "
+        f"{len(state.persona_compactions)} persona compaction(s) at max_tokens {compaction.max_tokens:,} "
+        f"-> {compaction.trim_to_tokens:,} (an LLM persona writes more: a floor, not an estimate)",
+        f"  time       {state.active_seconds:.1f} s",
+        f"  results    {result.folder}/ (state.json, transcript.jsonl, report.md)",
+    ]
+    for e in (e for e in evs if e.score < 10):
+        lines.append(f"  below 10   {e.check_id} [{e.category.value}] {e.score:g}/10: {e.comment}; "
+                     f"expected {e.expected!r}, agent said {e.answer[:120]!r}")
+    lines.append("  READY: every check reachable and gradable" if result.ok
+                 else "  NOT READY: " + "; ".join(result.failures))
+    return "\n".join(lines)

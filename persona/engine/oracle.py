@@ -1,0 +1,66 @@
+"""An in-process agent that remembers everything: it answers each check with its expected answer.
+
+No browser, no network. `mmb run --dry` plays a benchmark against it, so an author sees that every
+check is reachable and gradable (coverage 100 %, score 10) and how long the scenario is, before
+paying for an LLM persona. Tests use it where the browser is not the point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from persona.benchmark.loader import Benchmark
+from persona.benchmark.grading import says_unknown
+from persona.benchmark.phases import Category
+
+from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
+
+ACK = {"en": "Noted, I'll remember that.", "ru": "Запомнил."}
+UNKNOWN = {"en": "You didn't tell me that.", "ru": "Ты мне этого не говорил."}
+
+
+class OracleDriver(ChatDriver):
+    name = "oracle"
+
+    def __init__(self, bench: Benchmark, *, reply_delay_s: float = 0.0):
+        lang = bench.manifest.language if bench.manifest.language in ACK else "en"
+        self._ack, self._unknown = ACK[lang], UNKNOWN[lang]
+        self._answers = {" ".join(c.question.split()): c for c in bench.checks}
+        self._delay = reply_delay_s
+        self._sessions: list[list[str]] = [[]]
+
+    async def open(self, session_url: str | None, session_index: int = 0) -> SessionInfo:
+        while len(self._sessions) <= session_index:
+            self._sessions.append([])
+        return SessionInfo(url=session_url or f"oracle:{session_index}")
+
+    async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
+        self._sessions[-1].append(text)
+        if on_sent:
+            await on_sent()
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        return Reply(bubbles=[self._answer(text)], signal="in-process")
+
+    def _answer(self, text: str) -> str:
+        check = self._answers.get(" ".join(text.split()))
+        if check is None:
+            return self._ack
+        if check.category is Category.absent or says_unknown(check.answer):
+            return self._unknown
+        return check.answer.replace(";", ",")
+
+    async def user_message_count(self) -> int | None:
+        return None  # nothing survives a restart in-process: a pending message is sent again
+
+    async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
+        return None
+
+    async def new_session(self) -> SessionInfo:
+        self._sessions.append([])
+        index = len(self._sessions) - 1
+        return SessionInfo(url=f"oracle:{index}", reset_sign="in-process: a fresh message list")
+
+    @property
+    def session_url(self) -> str | None:
+        return f"oracle:{len(self._sessions) - 1}"

@@ -1,0 +1,302 @@
+"""Playing the runs of config.jsonc: check everything first, then run them in parallel.
+
+Each run gets its own browser context, its own results/<id>/ folder and log; one run failing never
+stops the others, and every run's end (finished, failed or interrupted) appends to report.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from drivers.auth import AuthError, SavedLogin, find_login
+from drivers.base import ChatDriver, DriverError
+from drivers.browser import BrowserHost, BrowserStartError, browser_host
+from drivers.generic import PlaywrightDriver
+from persona.engine.oracle import OracleDriver
+from drivers.resilient import ResilientDriver
+from drivers.tracing import show_trace_command
+from drivers.registry import build_profile, needs_browser
+
+from persona.benchmark.loader import Benchmark, load_benchmark
+from persona.config import Config, PersonaConfig, RunConfig
+from persona.errors import InputError, Problem, RunError
+from persona.engine.llm import OpenAIPersona, api_key
+from persona.engine.loop import PersonaLoop
+from persona.engine.model import PersonaModel
+from persona.report.progress import Progress, QuietProgress
+from persona.report.publish import publish_run
+from persona.report.markdown import append_entry, mean, render_entry
+from persona.engine.scripted import ScriptedPersona
+from persona.secrets import RedactingFilter, redact
+from persona.state import RunState, RunStore
+from persona.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+current_run: contextvars.ContextVar[str] = contextvars.ContextVar("current_run", default="")
+
+
+@dataclass
+class RunPlan:
+    """A run checked and ready: nothing about it can fail on bad input any more."""
+
+    run: RunConfig
+    bench: Benchmark
+    profile: Profile | None  # None for in-process drivers
+    persona: PersonaConfig
+    folder: Path
+    login: SavedLogin | None = None  # agent.auth: read in place, never copied into the folder
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    mean_score: float | None
+    error: str | None = None
+
+
+def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
+    """Validate every selected run (benchmark, driver, persona key); one InputError lists all problems."""
+    problems: list[Problem] = []
+    plans = []
+    known = {r.id for r in config.runs}
+    for wanted in only or []:
+        if wanted not in known:
+            problems.append(Problem(str(config.source), None, f"no run with id {wanted!r} (runs: {', '.join(sorted(known))})"))
+    benches: dict[Path, Benchmark] = {}
+    for i, run in enumerate(config.runs):
+        if only and run.id not in only:
+            continue
+        path = config.benchmark_path(run)
+        try:
+            bench = benches.get(path) or load_benchmark(path)
+            benches[path] = bench
+        except InputError as e:
+            problems += [config.problem(("runs", i, "benchmark"), f"benchmark {run.benchmark}:")] + e.problems
+            continue
+        try:
+            profile = build_profile(run.agent.driver, run.agent.selectors, run.agent.options)
+        except ValueError as e:
+            problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: {e}"))
+            continue
+        if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
+            problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        login = None
+        if run.agent.auth:
+            try:
+                login = find_login(config.auth_path(), run.agent.auth)
+            except AuthError as e:
+                problems.append(config.problem(("runs", i, "agent", "auth"), f"run {run.id}: {e}"))
+        persona = config.persona_for(run)
+        if persona.kind == "openai":
+            try:
+                api_key(persona)
+            except RunError as e:
+                problems.append(config.problem(("runs", i) if run.persona else ("persona",), str(e)))
+        plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
+                             folder=config.results_path() / run.id, login=login))
+    if problems:
+        raise InputError(problems)
+    return plans
+
+
+def make_persona(plan: RunPlan) -> PersonaModel:
+    if plan.persona.kind == "scripted":
+        return ScriptedPersona(language=plan.bench.manifest.language)
+    return OpenAIPersona(plan.persona)
+
+
+def new_state(plan: RunPlan) -> RunState:
+    return RunState(
+        run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
+        driver=plan.run.agent.driver, persona_model=plan.persona.label,
+        facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
+    )
+
+
+@contextlib.asynccontextmanager
+async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
+    """The chat URL; for the demo driver without one, the bundled demo chat, started for this run."""
+    if plan.run.agent.url or plan.run.agent.driver != "demo":
+        yield plan.run.agent.url
+        return
+    from demo_agent.web import DemoChatServer
+
+    with DemoChatServer(plan.folder / "agent-data") as server:
+        yield server.url
+
+
+class Runner:
+    def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
+                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None):
+        self.config = config
+        self.print = print_line
+        self.store_factory = store_factory  # dry runs pass a store that skips durability
+        self.progress = progress or QuietProgress()
+        self.planned: dict[str, int] = {}  # checks per benchmark folder, for the leaderboard
+
+    async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
+        async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
+            gate = asyncio.Semaphore(self.config.parallel)
+
+            async def gated(plan: RunPlan) -> RunOutcome:
+                async with gate:
+                    return await self.run_one(plan, browsers)
+
+            return list(await asyncio.gather(*(gated(p) for p in plans)))
+
+    @contextlib.asynccontextmanager
+    async def _browsers(self, wanted: bool) -> AsyncIterator[BrowserHost | None]:
+        """One browser for all runs (each gets its own context), started when a run first needs it."""
+        if not wanted:
+            yield None
+            return
+        try:
+            async with browser_host(self.config.browser, self.config.base_dir) as host:
+                yield host
+        except BrowserStartError as e:
+            raise RunError(str(e)) from None
+
+    async def run_one(self, plan: RunPlan, browser: BrowserHost | None) -> RunOutcome:
+        current_run.set(plan.run.id)
+        store = self.store_factory(plan.folder)
+        try:
+            store.lock()
+        except RunError as e:  # this run only: the others go on
+            return self._refused(plan, str(e))
+        handler = _run_log_handler(plan)
+        try:
+            try:
+                state = store.load() or new_state(plan)
+                _check_resumable(plan.bench, state)
+            except RunError as e:  # nothing is written: the state stays as it was for a person to look at
+                return self._refused(plan, str(e))
+            if state.status == "finished":
+                self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
+                return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
+            resumed = bool(state.messages)
+            self.planned[plan.bench.root.name] = len(plan.bench.checks)
+            self.progress.begin(plan.bench, state)
+            self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
+            return await self._play(plan, browser, store, state)
+        finally:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+            store.unlock()
+
+    def _refused(self, plan: RunPlan, error: str) -> RunOutcome:
+        self.print(f"[{plan.run.id}] not started: {error}")
+        return RunOutcome(plan.run.id, "failed", None, error)
+
+    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState) -> RunOutcome:
+        state.status, state.error = "running", None
+        store.save(state)
+        model = make_persona(plan)
+        failed = True
+        driver: ChatDriver | None = None
+        try:
+            async with agent_url(plan) as url:
+                driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
+                loop = PersonaLoop(
+                    bench=plan.bench, state=state, store=store, model=model, driver=driver,
+                    counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
+                    max_steps=plan.persona.max_steps, max_failed_turns=plan.persona.max_failed_turns,
+                    on_change=self.progress.update)
+                await loop.run()
+                state.status, failed = "finished", False
+        except asyncio.CancelledError:
+            state.status = "interrupted"
+            raise
+        except (RunError, DriverError, BrowserStartError) as e:
+            state.status, state.error = "failed", redact(str(e))
+        except Exception as e:  # a bug of ours: record it, keep the state resumable
+            log.exception("run %s crashed", plan.run.id)
+            state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
+        finally:
+            store.save(state)
+            await self._close(driver, failed)
+            await model.aclose()
+            path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
+            self.progress.end(state)
+            pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
+                publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),
+                TokenCounter(self.config.compaction.encoding))
+            avg = mean(state.evaluations)
+            score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
+            self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
+                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f", {pages[0]}" if pages else ""))
+        return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
+
+    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
+                      on_event: Callable[[str], None]) -> ChatDriver:
+        if plan.profile is None:
+            return OracleDriver(plan.bench)
+        assert browser is not None
+        profile = plan.profile
+        b = self.config.browser
+
+        async def build() -> ChatDriver:  # again when a crash took the context down
+            chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
+            return PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
+                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure, secrets=chat.secrets)
+
+        return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
+
+    async def _close(self, driver: ChatDriver | None, failed: bool) -> None:
+        if driver is None:
+            return
+        try:
+            for f in await driver.close(failed=failed):
+                what = f"trace: {show_trace_command(f)}" if f.name.endswith(".trace.zip") else f"video: {f}"
+                self.print(f"[{current_run.get()}] {what}")
+        except Exception as e:  # closing must not hide the run's own outcome
+            log.warning("closing the driver failed: %s", e)
+
+
+def _check_resumable(bench: Benchmark, state: RunState) -> None:
+    """A benchmark edited between two runs must still hold where the saved run is, or resuming would break it."""
+    if not state.messages:
+        return
+    if state.phase >= len(bench.phases):
+        raise RunError(f"the benchmark has {len(bench.phases)} phases now, but this run is in phase {state.phase + 1}; "
+                       f"undo the change, or delete the run's folder to start over")
+    known = {c.id for c in bench.checks}
+    if gone := [e.check_id for e in state.evaluations if e.check_id not in known]:
+        raise RunError(f"checks graded in this run are gone from the benchmark: {', '.join(gone)}; undo the change, "
+                       f"or delete the run's folder to start over")
+
+
+def _note(state: RunState, text: str) -> None:
+    """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
+    state.log.append(f"turn {state.turn}: {text}"[:500])
+
+
+class _RunFilter(logging.Filter):
+    def __init__(self, run_id: str):
+        super().__init__()
+        self.run_id = run_id
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return current_run.get() == self.run_id
+
+
+def _run_log_handler(plan: RunPlan) -> logging.Handler:
+    """results/<id>/run.log gets the log lines of this run's task only."""
+    plan.folder.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(plan.folder / "run.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_RunFilter(plan.run.id))
+    handler.addFilter(RedactingFilter())
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+    return handler

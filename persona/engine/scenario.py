@@ -1,0 +1,89 @@
+"""Where the run is in the benchmark: entering phases (running their JS), and what the persona is shown."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from importlib import resources
+
+from persona.benchmark.loader import Benchmark
+from persona.errors import RunError
+from persona.benchmark.phases import Phase
+from persona.benchmark.js_sandbox import ScriptError, run_block
+from persona.state import RunState
+
+PHASE_HEADER = "## Current phase ("  # the scripted persona finds its phase by this header
+NewSession = Callable[[int], Awaitable[None]]
+
+
+class ScenarioError(RunError):
+    """A phase's JS block failed at run time: a benchmark bug, reported with file:line."""
+
+
+def system_prompt(bench: Benchmark) -> str:
+    universal = resources.files("persona").joinpath("prompts/system.md").read_text(encoding="utf-8").strip()
+    return f"{universal}\n\n# Your scenario\n\n{bench.instructions}\n"
+
+
+def phase_brief(bench: Benchmark, phase: Phase) -> str:
+    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{phase.body}\n"
+
+
+def fact_file_list(bench: Benchmark, state: RunState) -> str:
+    others = [f for name, f in state.facts.items() if name != bench.profile.name]
+    return ", ".join(f"`{f.name}` ({f.title}, {len(f.live_facts())} facts)" for f in others) or "none"
+
+
+def profile_block(bench: Benchmark, state: RunState) -> str:
+    return f"# Your profile (fact file `{bench.profile.name}`)\n\n{state.facts[bench.profile.name].render()}"
+
+
+def opening_message(bench: Benchmark, state: RunState, brief: str) -> str:
+    return (f"{profile_block(bench, state)}\nFact files you can load with facts_read: {fact_file_list(bench, state)}.\n\n"
+            f"{brief}")
+
+
+def compaction_note(bench: Benchmark, state: RunState) -> str:
+    loaded = ", ".join(f"`{n}`" for n in state.loaded_files) or "none"
+    return (f"(Your context was compacted: older messages were dropped. Here is what you need to go on.)\n\n"
+            f"{profile_block(bench, state)}\nFact files you had loaded: {loaded}. Reload any with facts_read; "
+            f"all fact files: {fact_file_list(bench, state)}.")
+
+
+class Scenario:
+    def __init__(self, bench: Benchmark, state: RunState, new_session: NewSession):
+        self.bench = bench
+        self.state = state
+        self._new_session = new_session
+
+    @property
+    def phase(self) -> Phase:
+        return self.bench.phases[self.state.phase]
+
+    @property
+    def is_last_phase(self) -> bool:
+        return self.state.phase >= len(self.bench.phases) - 1
+
+    def required_files(self) -> list[str]:
+        value = self.state.vars.get("require_all_facts") or []
+        refs = [value] if isinstance(value, str) else list(value)
+        return [self.bench.resolve_fact_file(str(r)) or str(r) for r in refs]
+
+    async def enter(self, index: int) -> str:
+        """Run the phase's JS block, make it current, and return the brief the persona is shown."""
+        phase = self.bench.phases[index]
+        vars_ = {k: v for k, v in self.state.vars.items() if k != "require_all_facts"}
+        if phase.script is not None:
+            handlers = {"newSession": lambda: self._new_session(index)}
+            try:
+                result = await run_block(phase.script, vars_, handlers)
+            except ScriptError as e:
+                line = phase.script_line + (e.line or 1) - 1
+                message = e.message
+                if e.approximate:  # name the block; QuickJS only roughly knows where a limit stopped it
+                    line, message = phase.script_line, message + (f", stopped near line {line}" if e.line else "")
+                raise ScenarioError(f"{phase.chapter}:{line}: JS block of phase '{phase.title}' failed: {message}") from None
+            vars_ = result.vars
+            self.state.log += [f"phase {index + 1} bench.log: {line}" for line in result.logs]
+        self.state.vars = vars_
+        self.state.phase = index
+        return phase_brief(self.bench, phase)

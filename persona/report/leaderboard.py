@@ -1,0 +1,132 @@
+"""results/leaderboard.md and .html: every run in results/, grouped by benchmark, ranked by mean score.
+
+Built from the state.json files alone, so it covers runs of older configs too. Within a benchmark,
+runs rank by mean score over their graded checks; ties go to the run that graded more checks.
+The coverage column tells a run that stopped early (a high mean over two checks) from a full one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from persona.report.html_kit import esc, page, score_class, table
+from persona.report.scores import CATEGORIES, Group, by_category, mean
+from persona.state import STATE_FILE, RunState, atomic_write
+
+log = logging.getLogger(__name__)
+
+MARKDOWN_FILE = "leaderboard.md"
+HTML_FILE = "leaderboard.html"
+
+
+@dataclass
+class Entry:
+    run_id: str
+    benchmark: str  # the folder's name
+    title: str
+    driver: str
+    persona: str
+    status: str
+    mean: float | None
+    graded: int
+    planned: int | None
+    categories: dict[str, Group] = field(default_factory=dict)
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    has_html: bool = False
+
+    @property
+    def coverage(self) -> str:
+        return f"{self.graded}/{self.planned}" if self.planned is not None else str(self.graded)
+
+
+def _entry(state: RunState, folder: Path, planned: dict[str, int]) -> Entry:
+    bench = Path(state.benchmark).name
+    return Entry(run_id=state.run_id, benchmark=bench, title=state.benchmark_title or bench, driver=state.driver,
+                 persona=state.persona_model, status=state.status, mean=mean(state.evaluations),
+                 graded=len(state.evaluations), planned=planned.get(bench), categories=by_category(state.evaluations),
+                 turns=state.turn, tokens_in=state.usage.prompt_tokens, tokens_out=state.usage.completion_tokens,
+                 seconds=state.active_seconds, has_html=(folder / "report.html").exists())
+
+
+def collect(results_dir: Path, planned: dict[str, int] | None = None) -> dict[tuple[str, str], list[Entry]]:
+    """(benchmark folder, title) -> its runs, best first. `planned`: checks per benchmark folder name."""
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
+        try:
+            state = RunState.model_validate_json(path.read_bytes())
+        except ValueError as e:  # a run being written right now is saved atomically; this is a broken one
+            log.warning("leaderboard: skipping %s (%s)", path, str(e).splitlines()[0])
+            continue
+        e = _entry(state, path.parent, planned or {})
+        groups.setdefault((e.benchmark, e.title), []).append(e)
+    for runs in groups.values():
+        runs.sort(key=lambda e: (e.mean is None, -(e.mean or 0), -e.graded, e.run_id))
+    return dict(sorted(groups.items()))
+
+
+def _columns(runs: list[Entry]) -> list[str]:
+    present = {c for e in runs for c in e.categories}
+    return [c for c in CATEGORIES if c in present]
+
+
+def _score(e: Entry) -> str:
+    return f"{e.mean:.2f}" if e.mean is not None else "—"
+
+
+def _cat(e: Entry, c: str) -> str:
+    g = e.categories.get(c)
+    return f"{g.mean:.1f}" if g else "—"
+
+
+def render_markdown(groups: dict[tuple[str, str], list[Entry]]) -> str:
+    lines = ["# MarathonMemBench leaderboard", "",
+             "Runs of each benchmark ranked by mean score (0–10) over their graded checks; one column per check "
+             "category; `checks` is graded/planned.", ""]
+    if not groups:
+        lines.append("No runs yet.")
+    for (bench, title), runs in groups.items():
+        cats = _columns(runs)
+        lines += [f"## {title} (`{bench}`)", "",
+                  "| # | run | driver | persona | status | mean | " + " | ".join(cats) + (" | " if cats else "")
+                  + "checks | turns | persona tokens in / out |",
+                  "|---:|---|---|---|---|---:|" + "---:|" * len(cats) + "---:|---:|---:|"]
+        for i, e in enumerate(runs, 1):
+            name = f"[{e.run_id}]({e.run_id}/report.html)" if e.has_html else e.run_id
+            lines.append(f"| {i} | {name} | {e.driver} | {e.persona} | {e.status} | **{_score(e)}** | "
+                         + "".join(f"{_cat(e, c)} | " for c in cats)
+                         + f"{e.coverage} | {e.turns} | {e.tokens_in:,} / {e.tokens_out:,} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(groups: dict[tuple[str, str], list[Entry]]) -> str:
+    parts = ["<h1>MarathonMemBench leaderboard</h1><p class=muted>Runs of each benchmark ranked by mean score (0–10) "
+             "over their graded checks; one column per check category; <i>checks</i> is graded/planned.</p>"]
+    if not groups:
+        parts.append("<p>No runs yet.</p>")
+    for (bench, title), runs in groups.items():
+        cats = _columns(runs)
+        rows = []
+        for i, e in enumerate(runs, 1):
+            name = f'<a href="{esc(e.run_id)}/report.html">{esc(e.run_id)}</a>' if e.has_html else esc(e.run_id)
+            mean_cell = f'<b class="{score_class(e.mean)}">{_score(e)}</b>' if e.mean is not None else "—"
+            rows.append([str(i), name, esc(e.driver), esc(e.persona), esc(e.status), mean_cell,
+                         *[_cat(e, c) for c in cats], e.coverage, str(e.turns), f"{e.tokens_in:,} / {e.tokens_out:,}"])
+        numeric = (0, 5, *range(6, 6 + len(cats) + 3))
+        parts.append(f"<h2>{esc(title)} <span class=muted>({esc(bench)})</span></h2>"
+                     + table(["#", "run", "driver", "persona", "status", "mean", *cats, "checks", "turns",
+                              "persona tokens in / out"], rows, numeric=numeric))
+    return page("MarathonMemBench leaderboard", "".join(parts))
+
+
+def write_leaderboard(results_dir: Path, planned: dict[str, int] | None = None) -> tuple[Path, Path]:
+    groups = collect(results_dir, planned)
+    md, html = results_dir / MARKDOWN_FILE, results_dir / HTML_FILE
+    atomic_write(md, render_markdown(groups).encode())
+    atomic_write(html, render_html(groups).encode())
+    return md, html

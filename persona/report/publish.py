@@ -1,0 +1,76 @@
+"""Writing a run's reports: report.html beside its state, and the leaderboard over all runs.
+
+The runner calls `publish_run` at every run's end (after report.md); `mmb report` calls
+`rebuild` to regenerate every page from the state files, e.g. after an upgrade or during a run.
+Reading never changes a run's files (RunStore.load would trim a transcript that runs ahead of
+its state, which is right for a restart but wrong for a reader beside a live run).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from persona.benchmark.loader import Benchmark, load_benchmark
+from persona.errors import InputError
+from persona.report.html import write_run_report
+from persona.report.leaderboard import write_leaderboard
+from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState
+from persona.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+
+def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
+    """The state and the transcript lines it knows of, read only."""
+    state = RunState.model_validate_json((folder / STATE_FILE).read_bytes())
+    exchanges = []
+    path = folder / TRANSCRIPT_FILE
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if len(exchanges) >= state.transcript_len or not line.endswith("\n"):
+                    break
+                exchanges.append(Exchange.model_validate_json(line))
+    return state, exchanges
+
+
+def publish_run(folder: Path, state: RunState, bench: Benchmark | None, results_dir: Path,
+                planned: dict[str, int], counter: TokenCounter) -> list[Path]:
+    """report.html and the leaderboard; a failure is logged, never raised: the run's outcome stands."""
+    try:
+        _, exchanges = read_run(folder)
+        return [write_run_report(folder, state, exchanges, bench, counter), *write_leaderboard(results_dir, planned)]
+    except Exception as e:  # reporting must never turn a finished run into a failed one
+        log.warning("writing the HTML report of %s failed: %s", folder, e)
+        return []
+
+
+def _benchmark_at(path: str) -> Benchmark | None:
+    """The run's benchmark where its state says it is (absolute, or relative to here), if it loads."""
+    try:
+        return load_benchmark(Path(path)) if Path(path).is_dir() else None
+    except InputError:
+        return None
+
+
+def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | None = None,
+            counter: TokenCounter | None = None) -> list[Path]:
+    """Every run's report.html (or those in `only`) and the leaderboard; `benches` by run id."""
+    counter = counter or TokenCounter()
+    written = []
+    planned = {b.root.name: len(b.checks) for b in benches.values()}
+    for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
+        run_id = path.parent.name
+        if only and run_id not in only:
+            continue
+        try:
+            state, exchanges = read_run(path.parent)
+        except ValueError as e:
+            log.warning("skipping %s: %s", path, str(e).splitlines()[0])
+            continue
+        bench = benches.get(run_id) or _benchmark_at(state.benchmark)
+        if bench is not None:
+            planned.setdefault(bench.root.name, len(bench.checks))
+        written.append(write_run_report(path.parent, state, exchanges, bench, counter))
+    return written + list(write_leaderboard(results_dir, planned))
