@@ -28,8 +28,8 @@ from urllib.parse import urlsplit, urlunsplit
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from persona.config import BrowserConfig
 
+from .settings import BrowserConfig
 from .auth import SavedLogin
 from .playwright_home import find_ffmpeg, has_playwright_ffmpeg, linked_browsers_path
 

@@ -12,7 +12,6 @@ from typing import Literal
 
 from playwright.async_api import BrowserContext
 
-from persona.secrets import known_secrets
 
 from .trace_scrub import scrub_trace, storage_secrets
 
@@ -82,7 +81,7 @@ class SessionTracer:
         if self._chunk is not None:
             stored = await storage_secrets(self.context)  # read while the context still holds them
             await self.context.tracing.stop_chunk(path=str(self._chunk))
-            scrub_trace(self._chunk, (*self.secrets, *stored, *known_secrets()))
+            scrub_trace(self._chunk, (*self.secrets, *stored))
             self.files.append(self._chunk)
             self._chunk = None
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from drivers.recovery import Recovery
+from drivers.settings import BrowserConfig
 
 from persona.errors import InputError, Problem
 from persona.jsonc import line_of, load_jsonc, pydantic_problems
@@ -48,33 +49,6 @@ class CompactionConfig(Strict):
         if self.trim_to_tokens >= self.max_tokens:
             raise ValueError("trim_to_tokens must be smaller than max_tokens")
         return self
-
-
-class ConnectConfig(Strict):
-    """A browser that is already running, used instead of launching one (exactly one of the two)."""
-
-    ws_endpoint: str | None = Field(None, description="A Playwright server (`playwright run-server`), e.g. ws://127.0.0.1:3000/")
-    cdp_url: str | None = Field(None, description="A Chromium with --remote-debugging-port, e.g. http://127.0.0.1:9222")
-    headers: dict[str, str] = Field({}, description="Sent when connecting, e.g. x-playwright-launch-options")
-    timeout_s: float = Field(30, gt=0)
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> "ConnectConfig":
-        if (self.ws_endpoint is None) == (self.cdp_url is None):
-            raise ValueError("give exactly one of ws_endpoint and cdp_url")
-        return self
-
-
-class BrowserConfig(Strict):
-    headless: bool = True
-    slow_mo_ms: int = Field(0, ge=0)
-    executable_path: str | None = Field(None, description="Chromium binary; default: chromium on PATH, else Playwright's")
-    trace: Literal["off", "on", "retain-on-failure"] = "retain-on-failure"
-    video: bool = False
-    screenshot_on_failure: bool = True
-    viewport: tuple[int, int] = (1100, 800)
-    connect: ConnectConfig | None = Field(None, description="Use a running browser instead of launching Chromium")
-    auth_dir: str = Field(".auth", description="Where `mmb login` keeps logins (a secret: git-ignored, mode 0700)")
 
 
 class AgentConfig(Strict):

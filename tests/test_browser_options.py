@@ -12,7 +12,7 @@ from drivers import playwright_home
 from drivers.browser import CHROMIUM_ARGS, context_options, launch_options, safe_endpoint
 from persona.cli.browsing import parse_pairs, resolve_profile
 from persona.cli.app import _apply_overrides
-from persona.config import BrowserConfig, ConnectConfig
+from drivers.settings import BrowserConfig, ConnectConfig
 
 
 def test_headed_and_slow_mo_reach_the_launch():

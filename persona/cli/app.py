@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 import typer
 
 from persona.benchmark.loader import load_benchmark, manifest_schema
-from persona.config import BrowserConfig, Config, load_config
+from drivers.settings import BrowserConfig
+from persona.config import Config, load_config
 from persona.errors import InputError, RunError
 from persona.secrets import RedactingFilter
 

@@ -14,7 +14,7 @@ from drivers.probe import ProbeReport, probe
 from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
 
-from persona.config import BrowserConfig
+from drivers.settings import BrowserConfig
 
 
 def parse_pairs(pairs: list[str], what: str, *, json_values: bool = True) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.engine.scripted import ScriptedPersona
-from persona.secrets import RedactingFilter, redact
+from persona.secrets import RedactingFilter, known_secrets, redact
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 
@@ -245,7 +245,8 @@ class Runner:
         async def build() -> ChatDriver:  # again when a crash took the context down
             chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
             return PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
-                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure, secrets=chat.secrets)
+                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
+                                    secrets=(*chat.secrets, *known_secrets()))
 
         return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
 

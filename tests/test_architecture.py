@@ -1,0 +1,100 @@
+"""Import direction: the layers of persona/ (see persona/__init__.py) and drivers/ never import upward.
+
+Every import statement counts, the ones inside functions too: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Root modules of persona/ that everything may use; they import only each other.
+ROOT_UTILITIES = {"errors", "textfile", "jsonc", "tokens", "secrets", "crashpoints"}
+
+# layer -> the persona layers it may import (besides itself and the root utilities)
+ALLOWED = {
+    "utilities": set(),
+    "benchmark": set(),
+    "state": {"benchmark"},
+    "config": set(),
+    "report": {"benchmark", "state", "config"},
+    "engine": {"benchmark", "state", "config", "report"},
+    "cli": {"benchmark", "state", "config", "report", "engine"},
+}
+MAY_IMPORT_DRIVERS = {"config", "engine", "cli"}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "utilities"  # persona/__init__.py
+    if len(parts) == 2 and parts[1] in ROOT_UTILITIES | {"__init__", "__main__"}:
+        return "cli" if parts[1] == "__main__" else "utilities"
+    if len(parts) == 2 and parts[1] in {"state", "config"}:
+        return parts[1]
+    assert parts[1] in ALLOWED, f"{module}: a module outside every layer (add it to tests/test_architecture.py)"
+    return parts[1]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """Absolute names of every module imported by the file, relative imports resolved."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            found.append((node.lineno, base))
+    return found
+
+
+def python_files(folder: str) -> list[Path]:
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def test_drivers_never_import_the_engine():
+    wrong = [f"{p.relative_to(REPO)}:{line} imports {name}"
+             for p in python_files("drivers") for line, name in imports_of(p)
+             if name == "persona" or name.startswith("persona.")]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("path", python_files("persona"), ids=lambda p: str(p.relative_to(REPO)))
+def test_persona_imports_run_one_way(path: Path):
+    layer = layer_of(module_name(path))
+    allowed = ALLOWED[layer] | {layer, "utilities"}
+    wrong = []
+    for line, name in imports_of(path):
+        if name.startswith("persona."):
+            target = layer_of(name)
+            if target not in allowed:
+                wrong.append(f"{path.relative_to(REPO)}:{line}: {layer} imports {name} ({target})")
+        elif name.startswith("drivers") and layer not in MAY_IMPORT_DRIVERS:
+            wrong.append(f"{path.relative_to(REPO)}:{line}: {layer} imports {name}")
+    assert wrong == []
+
+
+def test_the_checker_sees_a_wrong_import():
+    """A test that cannot fail is no test: an upward import in a report module is caught."""
+    bad = REPO / "persona" / "report" / "_probe_upward.py"
+    bad.write_text("def f():\n    from persona.engine.runner import Runner\n", encoding="utf-8")
+    try:
+        with pytest.raises(AssertionError, match="report imports persona.engine.runner"):
+            test_persona_imports_run_one_way(bad)
+    finally:
+        bad.unlink()
