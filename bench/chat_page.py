@@ -73,7 +73,7 @@ prompt.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey
 
 
 class _Handler(BaseHTTPRequestHandler):
-    page: "ChatPage"
+    page: ChatPage
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
@@ -131,7 +131,7 @@ class ChatPage:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/"
 
-    def __enter__(self) -> "ChatPage":
+    def __enter__(self) -> ChatPage:
         self._thread.start()
         return self
 

@@ -22,11 +22,10 @@ from typing import Any, Protocol
 
 from playwright.async_api import Browser, Page
 
+from bench.promptfoo import PromptfooSession
 from drivers.demo import PROFILE as DEMO_PROFILE
 from drivers.generic import PlaywrightDriver
 from drivers.profile import Profile
-
-from bench.promptfoo import PromptfooSession
 
 LAST_TURN_JS = """() => { const t = window.__bench.turns; const r = document.querySelectorAll('.msg.assistant');
   return {turn: t[t.length - 1], text: r.length ? r[r.length - 1].textContent : ''}; }"""
@@ -93,7 +92,7 @@ class OurDriver:
     def __init__(self, name: str, profile: Profile, trace: str = "off", note: str = ""):
         self.name, self.profile, self.trace, self.note = name, profile, trace, note
 
-    async def start(self, browser: Browser, url: str) -> "OurDriver":
+    async def start(self, browser: Browser, url: str) -> OurDriver:
         self._tmp = tempfile.TemporaryDirectory(prefix="mmb-bench-")
         context = await browser.new_context()
         self.driver = PlaywrightDriver(self.profile, context, base_url=url, artifacts=Path(self._tmp.name),
@@ -125,7 +124,7 @@ class Floor:
         self.name = "floor, tight (wait_for_function, raf)" if tight else "floor, idiomatic (locator.wait_for)"
         self.note = "hand-written fill / click / wait for the done marker / inner_text"
 
-    async def start(self, browser: Browser, url: str) -> "Floor":
+    async def start(self, browser: Browser, url: str) -> Floor:
         self.context = await browser.new_context()
         self.page = await self.context.new_page()
         await self.page.goto(url)
@@ -159,7 +158,7 @@ class Promptfoo:
         self.wait_ms, self.chromium = wait_ms, chromium
         self.note = f"steps navigate (once) / type + Enter / wait {wait_ms} ms / extract; persistSession over CDP"
 
-    async def start(self, url: str) -> "Promptfoo":
+    async def start(self, url: str) -> Promptfoo:
         self.session = PromptfooSession(url, self.wait_ms, self.chromium).__enter__()
         await self.turn("warm-up")  # the first call attaches and navigates
         return self

@@ -62,7 +62,7 @@ class PromptfooSession:
         self._browser: subprocess.Popen | None = None
         self._node: subprocess.Popen | None = None
 
-    def __enter__(self) -> "PromptfooSession":
+    def __enter__(self) -> PromptfooSession:
         port = _free_port()
         self._browser = subprocess.Popen(
             [self.chromium, "--headless", "--no-sandbox", f"--remote-debugging-port={port}",

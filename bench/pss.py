@@ -66,7 +66,7 @@ class PssSampler:
             self.samples.append(tree_pss_mb(self.pid))
             self._stop.wait(self.every_s)
 
-    def __enter__(self) -> "PssSampler":
+    def __enter__(self) -> PssSampler:
         self._thread.start()
         return self
 

@@ -21,19 +21,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from playwright.async_api import async_playwright
-
-from drivers import generic, reply_watch
-from drivers.browser import find_system_chromium, launch_chromium
-from drivers.demo import PROFILE as DEMO_PROFILE
 
 from bench import parallel, promptfoo, state_cost
 from bench.chat_page import ChatPage
 from bench.overhead import Floor, OurDriver, Promptfoo, Results, detection_profiles, play_rounds
 from bench.stats import median, p90, ratio, table
+from drivers import generic, reply_watch
+from drivers.browser import find_system_chromium, launch_chromium
+from drivers.demo import PROFILE as DEMO_PROFILE
 
 HERE = Path(__file__).resolve().parent
 OVERHEAD_TARGET = 1.5  # ours / floor
@@ -235,7 +234,7 @@ def machine() -> list[str]:
     mem = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), "0")
     from importlib.metadata import version
     chromium = find_system_chromium()
-    return [f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+    return [f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
             f"- machine: {platform.platform()}, {cpu}, {os.cpu_count()} cores, {int(mem) // 1024 // 1024} GiB; "
             f"load average at start {os.getloadavg()[0]:.1f} (the cores are shared with other work: read ratios, not absolutes)",
             f"- python {platform.python_version()}, playwright {version('playwright')}, "

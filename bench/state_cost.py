@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from drivers.base import Reply
-from persona.engine.oracle import OracleDriver
 from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig
 from persona.engine.loop import PersonaLoop
+from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.state import PendingSend, PersonaMessage, RunState, RunStore
 from persona.tokens import TokenCounter

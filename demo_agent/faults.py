@@ -29,7 +29,7 @@ class Faults:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def from_env(cls) -> "Faults":
+    def from_env(cls) -> Faults:
         raw = os.environ.get(ENV, "").strip()
         if not raw:
             return cls()

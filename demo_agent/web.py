@@ -46,7 +46,7 @@ class _ClientGone(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "DemoMind/1.0"
-    app: "DemoChatServer"  # set on a per-server subclass
+    app: DemoChatServer  # set on a per-server subclass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # quiet: tests and demo runs share the terminal
@@ -247,7 +247,7 @@ class DemoChatServer:
         finally:
             self.stop()
 
-    def __enter__(self) -> "DemoChatServer":
+    def __enter__(self) -> DemoChatServer:
         self.start()
         return self
 

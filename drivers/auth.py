@@ -165,7 +165,7 @@ async def run_login(context: BrowserContext, *, url: str, login: SavedLogin, wai
     except PlaywrightError as e:
         raise AuthError(f"cannot open {url}: {str(e).splitlines()[0]}") from None
     if interactive:
-        say(f"Log in in the browser window, then press Enter here"
+        say("Log in in the browser window, then press Enter here"
             + (" (or close the window)" if login.kind == "profile" else "") + ".")
     try:
         how = await wait_for_login(page, wait_for=wait_for, timeout_s=timeout_s, interactive=interactive)

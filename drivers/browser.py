@@ -28,10 +28,9 @@ from urllib.parse import urlsplit, urlunsplit
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-
-from .settings import BrowserConfig
 from .auth import SavedLogin
 from .playwright_home import find_ffmpeg, has_playwright_ffmpeg, linked_browsers_path
+from .settings import BrowserConfig
 
 log = logging.getLogger(__name__)
 

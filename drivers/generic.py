@@ -20,8 +20,7 @@ from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from .base import (AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout,
-                   SelectorError, SessionInfo)
+from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SelectorError, SessionInfo
 from .profile import Profile
 from .reply_watch import PLAIN_TEXT_JS, ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode

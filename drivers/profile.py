@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-
 # What bots say when `/new` worked: "New conversation started", "Context cleared", "Начнём заново".
 DEFAULT_NEW_SESSION_ACK = (r"\b(new|fresh|reset|clear(ed)?|restart(ed)?|start(ed)?|forg[eo]t\w*)\b"
                            r"|нов|сброс|сброш|очищ|забыл|заново")
@@ -87,7 +86,7 @@ class Profile(BaseModel):
     send_timeout_s: float = Field(15, description="Our bubble must show up this soon after sending")
     ready_timeout_s: float = Field(60, description="The input must show up this soon after opening the page")
 
-    def with_overrides(self, selectors: dict[str, Any], options: dict[str, Any]) -> "Profile":
+    def with_overrides(self, selectors: dict[str, Any], options: dict[str, Any]) -> Profile:
         """This profile with config.jsonc overrides applied; raises ValueError on unknown keys."""
         data = self.model_dump()
         data["selectors"].update(selectors)

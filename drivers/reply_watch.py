@@ -323,7 +323,7 @@ class ReplyWatch:
             try:
                 # The page keeps the time; this bound only covers a page that stopped answering.
                 return await asyncio.wait_for(self._call("wait", limits), timeout=total_s - spent + _PAGE_GRACE_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return {"timeout": "full"}
             except PlaywrightError as e:
                 if not _navigated(e):

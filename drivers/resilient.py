@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from playwright.async_api import Error as PlaywrightError
+
 from .base import ChatDriver, DriverError, OnSent, RateLimited, Reply, SelectorError, SessionInfo
 from .recovery import Recovery, wait_named_in
 

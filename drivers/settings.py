@@ -22,7 +22,7 @@ class ConnectConfig(Strict):
     timeout_s: float = Field(30, gt=0)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "ConnectConfig":
+    def _exactly_one(self) -> ConnectConfig:
         if (self.ws_endpoint is None) == (self.cdp_url is None):
             raise ValueError("give exactly one of ws_endpoint and cdp_url")
         return self

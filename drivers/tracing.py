@@ -12,7 +12,6 @@ from typing import Literal
 
 from playwright.async_api import BrowserContext
 
-
 from .trace_scrub import scrub_trace, storage_secrets
 
 log = logging.getLogger(__name__)

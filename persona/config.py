@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from drivers.recovery import Recovery
 from drivers.settings import BrowserConfig
-
 from persona.errors import InputError, Problem
 from persona.jsonc import line_of, load_jsonc, pydantic_problems
 
@@ -45,7 +44,7 @@ class CompactionConfig(Strict):
     encoding: str = "o200k_base"
 
     @model_validator(mode="after")
-    def _trim_below_max(self) -> "CompactionConfig":
+    def _trim_below_max(self) -> CompactionConfig:
         if self.trim_to_tokens >= self.max_tokens:
             raise ValueError("trim_to_tokens must be smaller than max_tokens")
         return self

@@ -27,7 +27,7 @@ class InputError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
     @classmethod
-    def single(cls, file: str | Path, line: int | None, message: str) -> "InputError":
+    def single(cls, file: str | Path, line: int | None, message: str) -> InputError:
         return cls([Problem(str(file), line, message)])
 
 

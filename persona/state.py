@@ -11,16 +11,16 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from persona.crashpoints import crash_point
-from persona.errors import RunError
 from persona.benchmark.facts import FactFile
 from persona.benchmark.phases import Category
+from persona.crashpoints import crash_point
+from persona.errors import RunError
 
 STATE_FILE = "state.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -30,7 +30,7 @@ Status = Literal["new", "running", "finished", "failed", "interrupted"]
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ToolCall(BaseModel):

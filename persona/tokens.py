@@ -13,7 +13,7 @@ import importlib.util
 import logging
 import math
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class TokenCounter:
         return len(self._enc.encode(text, disallowed_special=()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_encoding(name: str):
     seed_offline_cache()
     try:

@@ -23,8 +23,8 @@ import pytest
 
 from drivers.auth import find_login, write_secret_json
 from drivers.browser import BrowserHost
-from drivers.trace_scrub import REDACTED, scrub_trace
 from drivers.settings import BrowserConfig
+from drivers.trace_scrub import REDACTED, scrub_trace
 from tests.conftest import REPO, demo_run, mmb
 from tests.support.async_browser import BrowserHarness
 from tests.support.chat_lab import ChatLab

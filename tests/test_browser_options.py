@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from drivers import playwright_home
 from drivers.browser import CHROMIUM_ARGS, context_options, launch_options, safe_endpoint
-from persona.cli.browsing import parse_pairs, resolve_profile
-from persona.cli.app import _apply_overrides
 from drivers.settings import BrowserConfig, ConnectConfig
+from persona.cli.app import _apply_overrides
+from persona.cli.browsing import parse_pairs, resolve_profile
 
 
 def test_headed_and_slow_mo_reach_the_launch():

@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 
 from persona.config import load_config
-from persona.errors import InputError
 from persona.engine.runner import plan_runs
+from persona.errors import InputError
 from tests.conftest import DEMO_BENCH, REPO
 
 GOOD = """// a comment
 {
   "persona": {"kind": "scripted"},   // trailing comment
   "runs": [
-    {"id": "a", "benchmark": "%s", "agent": {"driver": "demo"}},
+    {"id": "a", "benchmark": "DEMO_BENCH", "agent": {"driver": "demo"}},
   ],
 }
-""" % DEMO_BENCH
+""".replace("DEMO_BENCH", str(DEMO_BENCH))
 
 
 def config_errors(tmp_path, text: str) -> list[str]:
@@ -45,7 +45,7 @@ def test_jsonc_with_comments_and_trailing_commas(tmp_path):
     ('"id": "a"', '"id": "a b"', "5: runs.0.id: String should match pattern"),
     ('"driver": "demo"', '"driver": "nosuch"', "5: run a: unknown driver 'nosuch'"),
     ('"persona": {"kind": "scripted"},', '"persona": {"kind": "scripted"}, "paralel": 3,', "3: paralel: unknown field"),
-    ('"benchmark": "%s"' % DEMO_BENCH, '"benchmark": "/nonexistent/bench"', "benchmark folder not found"),
+    (f'"benchmark": "{DEMO_BENCH}"', '"benchmark": "/nonexistent/bench"', "benchmark folder not found"),
     ('"driver": "demo"}', '"driver": "generic", "url": "http://127.0.0.1:1"}', "selectors.input: Field required"),
     ('"persona": {"kind": "scripted"}', '"persona": {"kind": "openai", "base_url": "https://api.example.com/v1", '
      '"api_key_env": "MMB_TEST_UNSET_KEY"}', "set the environment variable MMB_TEST_UNSET_KEY"),

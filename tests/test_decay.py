@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from persona.report.decay import FactIndex, asked_turn, check_ages, words
 from persona.benchmark.facts import parse_fact_file
+from persona.report.decay import FactIndex, asked_turn, check_ages, words
 from persona.tokens import TokenCounter
 from tests.support.runs import demo_run
 
@@ -34,7 +34,7 @@ def test_words_drop_stopwords_cut_stems_and_read_number_words():
 def test_a_check_links_to_the_fact_sharing_its_rarest_words():
     index = FactIndex({"family": FAMILY})
     links = index.link("q1", "What are the names of my sister's kids?", "Ebba; Noah")
-    assert [(l.file, l.fact_id) for l in links] == [("family", "2.1")]  # "sister" alone would tie with 2.2
+    assert [(link.file, link.fact_id) for link in links] == [("family", "2.1")]  # "sister" alone would tie with 2.2
     assert set(links[0].shared) >= {"ebba", "noah"}
 
 
@@ -42,14 +42,14 @@ def test_nothing_is_linked_below_the_threshold_and_explicit_ids_win():
     index = FactIndex({"family": FAMILY})
     assert index.link("q2", "What is my blood type?", "you didn't tell me") == []
     explicit = index.link("family.1.2", "When do we celebrate?", "in spring")
-    assert [(l.fact_id, l.score) for l in explicit] == [("1.2", float("inf"))]
+    assert [(link.fact_id, link.score) for link in explicit] == [("1.2", float("inf"))]
 
 
 def test_a_deleted_fact_is_found_through_its_text_in_the_benchmark():
     live = {"family": FAMILY.model_copy(deep=True)}
     live["family"].get("2.2").text = "—"
     blind = FactIndex(live).link("q", "Where does my sister live?", "Malmö")
-    assert [l.fact_id for l in blind] == ["2.1"]  # only "sister" is left to go by: the wrong fact
+    assert [link.fact_id for link in blind] == ["2.1"]  # only "sister" is left to go by: the wrong fact
     links = FactIndex(live, {"family": FAMILY}).link("q", "Where does my sister live?", "Malmö")
     assert links[0].fact_id == "2.2" and "was: My sister lives in Malmö" in links[0].text
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from persona.benchmark.skeleton import create_skeleton
 from persona.cli.app import app
 from persona.config import CompactionConfig
 from persona.engine.dry import dry_run, summary, targets_from_paths
-from persona.benchmark.skeleton import create_skeleton
 from tests.conftest import DEMO_BENCH
 
 SMALL = CompactionConfig(max_tokens=3000, trim_to_tokens=1500)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from persona.config import PersonaConfig
-from persona.errors import RunError
 from persona.engine.llm import OpenAIPersona
 from persona.engine.loop import EMPTY_TURN_NUDGE
+from persona.errors import RunError
 from tests.conftest import DEMO_BENCH
 from tests.support.openai_server import OpenAICompatServer, Responder, scripted_responder
 from tests.support.play import play, scores
@@ -49,7 +49,7 @@ def test_transient_failures_are_retried_with_growing_backoff(faults):
         text, waits = complete(server)
     assert text == "Hello there" and len(server.requests) == len(faults) + 1
     assert len(waits) == len(faults) and all(0 < w <= 60 for w in waits)
-    assert all(later > earlier for earlier, later in zip(waits, waits[1:])) or len(waits) == 1
+    assert all(later > earlier for earlier, later in zip(waits, waits[1:], strict=False)) or len(waits) == 1
 
 
 def test_retry_after_is_honoured():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from persona.report.leaderboard import collect, render_markdown, write_leaderboard
 from persona.benchmark.phases import Category
+from persona.report.leaderboard import collect, render_markdown, write_leaderboard
 from persona.state import Evaluation
 from tests.support.runs import demo_run, write_run
 

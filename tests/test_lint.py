@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from persona.benchmark.loader import load_benchmark
 from persona.benchmark.lint import lint
+from persona.benchmark.loader import load_benchmark
 from persona.benchmark.skeleton import create_skeleton
 
 

@@ -9,8 +9,8 @@ import re
 from rich.console import Console
 
 from persona.config import load_config
-from persona.report.progress import LiveProgress, QuietProgress, make_progress
 from persona.engine.runner import Runner, plan_runs
+from persona.report.progress import LiveProgress, QuietProgress, make_progress
 from tests.conftest import demo_run as demo_run_config
 from tests.support.runs import demo_bench, demo_run
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -238,7 +237,7 @@ def test_a_render_right_after_the_done_marker_is_waited_for(harness, lab, tmp_pa
     if quiet_ms_with_done is None:
         assert [r.bubbles for r in replies] == [[f"echo: {t} ✓"] for t in ("one", "two", "three")]
     else:
-        assert any(r.bubbles == [f"echo: {t}"] for r, t in zip(replies, ("one", "two", "three"))), replies
+        assert any(r.bubbles == [f"echo: {t}"] for r, t in zip(replies, ("one", "two", "three"), strict=True)), replies
 
 
 def test_a_message_selector_that_is_not_css_fails_on_opening_naming_it(harness, lab, tmp_path):

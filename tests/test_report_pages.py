@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from persona.report.publish import read_run
 from persona.report.markdown import render_entry
+from persona.report.publish import read_run
 from tests.conftest import mmb
 from tests.support.runs import demo_run, write_run
 

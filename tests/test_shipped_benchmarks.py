@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
+from persona.benchmark.lint import lint
 from persona.benchmark.loader import load_benchmark
+from persona.benchmark.phases import Category
 from persona.config import CompactionConfig
 from persona.engine.dry import dry_run, summary, targets_from_paths
-from persona.benchmark.lint import lint
-from persona.benchmark.phases import Category
 from tests.conftest import REPO
 
 SHIPPED = sorted(p.parent for p in (REPO / "benchmarks").glob("*/benchmark.json"))

@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from persona.benchmark.loader import load_benchmark, manifest_schema
-from persona.cli.app import app
-from persona.errors import InputError
 from persona.benchmark.phases import Category
 from persona.benchmark.skeleton import create_skeleton
+from persona.cli.app import app
+from persona.errors import InputError
 
 
 @pytest.mark.parametrize("language", ["en", "ru"])

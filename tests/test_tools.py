@@ -9,8 +9,8 @@ import pytest
 
 from persona.benchmark.loader import load_benchmark
 from persona.engine.scenario import Scenario
-from persona.state import RunState
 from persona.engine.tools import SCENARIO_COMPLETE, TOOL_NAMES, TOOL_SPECS, ToolBox
+from persona.state import RunState
 from tests.test_benchmark import good_files
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from persona.errors import Problem
-from persona.benchmark.phases import Phase
 from persona.benchmark.js_sandbox import ScriptError, run_block
+from persona.benchmark.phases import Phase
+from persona.errors import Problem
 
 
 class PhasePlay(BaseModel):
@@ -58,7 +58,7 @@ def play_scripts(phases: list[Phase], resolve: Callable[[str], str | None],
         if phase.script is None or phase.index in static_problems:
             continue
 
-        async def new_session() -> None:
+        async def new_session(play: PhasePlay = play) -> None:  # this phase's play, bound now
             play.new_sessions += 1
 
         try:

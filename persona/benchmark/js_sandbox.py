@@ -195,7 +195,7 @@ class _Worker:
         self._timeout_s = limits.total_time_s + 10  # the child's own limits fire first: this is for a hung child
 
     @classmethod
-    async def start(cls, limits: Limits) -> "_Worker":
+    async def start(cls, limits: Limits) -> _Worker:
         root = str(Path(__file__).resolve().parents[2])  # the folder holding persona/
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "persona.benchmark.js_worker", env=env,
@@ -215,7 +215,7 @@ class _Worker:
         assert self._proc.stdout is not None
         try:
             line = await asyncio.wait_for(self._proc.stdout.readline(), self._timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ScriptError("time limit exceeded (the JS sandbox stopped answering)") from None
         if not line:
             raise await self._died()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from persona.benchmark.loader import MANIFEST, Benchmark
-from persona.errors import Problem
 from persona.benchmark.facts import DELETED
 from persona.benchmark.grading import matches, numbers, says_unknown
+from persona.benchmark.loader import MANIFEST, Benchmark
 from persona.benchmark.phases import Category, Check, Phase
+from persona.errors import Problem
 
 # Categories whose answer should be written in some fact or phase text (the others are computed or absent).
 GROUNDED = {Category.single, Category.updated, Category.preference}

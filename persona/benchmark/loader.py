@@ -10,13 +10,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from persona.errors import InputError, Problem
 from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
-from persona.jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
-from persona.benchmark.phases import Check, Phase, split_chapter, stray_directives
-from persona.benchmark.js_sandbox import compile_check
-from persona.textfile import read_user_text
 from persona.benchmark.js_check import PhasePlay, play_scripts
+from persona.benchmark.js_sandbox import compile_check
+from persona.benchmark.phases import Check, Phase, split_chapter, stray_directives
+from persona.errors import InputError, Problem
+from persona.jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
+from persona.textfile import read_user_text
 
 MANIFEST = "benchmark.json"
 

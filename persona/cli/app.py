@@ -7,12 +7,12 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from persona.benchmark.loader import load_benchmark, manifest_schema
 from drivers.settings import BrowserConfig
+from persona.benchmark.loader import load_benchmark, manifest_schema
 from persona.config import Config, load_config
 from persona.errors import InputError, RunError
 from persona.secrets import RedactingFilter
@@ -40,8 +40,8 @@ def _console_logging(verbose: bool) -> None:
 
 TRACE_MODES = ("on", "off", "retain-on-failure")
 HeadedOption = Annotated[bool, typer.Option("--headed", help="Show the browser (needs a display, or xvfb-run -a)")]
-SlowMoOption = Annotated[Optional[int], typer.Option("--slow-mo", help="Slow each browser action by MS", min=0)]
-TraceOption = Annotated[Optional[str], typer.Option(
+SlowMoOption = Annotated[int | None, typer.Option("--slow-mo", help="Slow each browser action by MS", min=0)]
+TraceOption = Annotated[str | None, typer.Option(
     "--trace", help="on | off | retain-on-failure: a Playwright trace.zip per chat session")]
 VideoOption = Annotated[bool, typer.Option("--video", help="Record a video (.webm) of each chat")]
 
@@ -71,8 +71,8 @@ def _browser_config(config: Path | None) -> tuple[BrowserConfig, Path]:
 
 @app.command()
 def run(
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="The config file [default: config.jsonc]")] = None,
-    run_ids: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Only these run ids")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="The config file [default: config.jsonc]")] = None,
+    run_ids: Annotated[list[str] | None, typer.Option("--run", "-r", help="Only these run ids")] = None,
     headed: HeadedOption = False,
     slow_mo: SlowMoOption = None,
     trace: TraceOption = None,
@@ -80,12 +80,12 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     dry: Annotated[bool, typer.Option("--dry", help="Scripted persona against an agent that knows every answer, "
                                       "in process: is every check reachable and gradable, how long is it?")] = False,
-    benchmark: Annotated[Optional[list[Path]], typer.Option("--benchmark", "-b", help="With --dry: this benchmark "
+    benchmark: Annotated[list[Path] | None, typer.Option("--benchmark", "-b", help="With --dry: this benchmark "
                                                             "folder, no config needed")] = None,
 ) -> None:
     """Play the runs of the config (all, or --run ID...). Reruns continue where they stopped."""
-    from persona.report.progress import make_progress
     from persona.engine.runner import Runner, plan_runs
+    from persona.report.progress import make_progress
 
     if dry or benchmark:
         _dry(config, run_ids, benchmark or [], dry)
@@ -132,8 +132,8 @@ def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
 @app.command()
 def report(
     config: ConfigOption = Path("config.jsonc"),
-    run_ids: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="Only these run ids")] = None,
-    results: Annotated[Optional[Path], typer.Option("--results", help="Results folder (default: the config's)")] = None,
+    run_ids: Annotated[list[str] | None, typer.Option("--run", "-r", help="Only these run ids")] = None,
+    results: Annotated[Path | None, typer.Option("--results", help="Results folder (default: the config's)")] = None,
 ) -> None:
     """Rebuild results/<id>/report.html of every run and results/leaderboard.{md,html} from the saved states."""
     from persona.benchmark.loader import load_benchmark
@@ -219,13 +219,13 @@ def schema() -> None:
 def probe_cmd(
     url: Annotated[str, typer.Argument(help="The chat page")],
     profile: Annotated[str, typer.Option("--profile", "-p", help="A driver profile (demo, generic, ...)")] = "generic",
-    selector: Annotated[Optional[list[str]], typer.Option("--selector", "-s", help="Override a selector: key=css")] = None,
-    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="Override a profile setting: key=value (completion.quiet_ms=2000)")] = None,
-    send: Annotated[Optional[str], typer.Option("--send", help="Also send this message and show the reply")] = None,
+    selector: Annotated[list[str] | None, typer.Option("--selector", "-s", help="Override a selector: key=css")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Override a profile setting: key=value (completion.quiet_ms=2000)")] = None,
+    send: Annotated[str | None, typer.Option("--send", help="Also send this message and show the reply")] = None,
     wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = 15,
     out: Annotated[Path, typer.Option("--out", help="Where the screenshot (and traces) go")] = Path("results/probe"),
-    auth: Annotated[Optional[str], typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
+    auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
     headed: HeadedOption = False,
     slow_mo: SlowMoOption = None,
     trace: TraceOption = "off",
@@ -234,7 +234,6 @@ def probe_cmd(
     """Check a profile against a live chat page: each selector's matches, a screenshot, one round trip."""
     from drivers.auth import AuthError
     from drivers.browser import BrowserStartError
-
     from persona.cli.browsing import parse_pairs, probe_page, resolve_profile
 
     _console_logging(verbose)
@@ -259,19 +258,18 @@ def probe_cmd(
 @app.command("login")
 def login_cmd(
     profile: Annotated[str, typer.Argument(help="The driver profile whose page to log in to (or generic with --url)")],
-    url: Annotated[Optional[str], typer.Option("--url", help="The login page (default: the profile's)")] = None,
-    name: Annotated[Optional[str], typer.Option("--name", help="Save it under this name (default: PROFILE); runs use it as agent.auth")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="The login page (default: the profile's)")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Save it under this name (default: PROFILE); runs use it as agent.auth")] = None,
     kind: Annotated[str, typer.Option("--kind", help="storage: cookies + localStorage + IndexedDB in one file; profile: a whole Chromium profile folder")] = "storage",
-    wait_for: Annotated[Optional[str], typer.Option("--wait-for", help="Save as soon as this selector shows (e.g. the chat list)")] = None,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop waiting after S seconds (with --wait-for: fail)")] = None,
+    wait_for: Annotated[str | None, typer.Option("--wait-for", help="Save as soon as this selector shows (e.g. the chat list)")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Stop waiting after S seconds (with --wait-for: fail)")] = None,
     headless: Annotated[bool, typer.Option("--headless", help="No window: for scripted logins with --wait-for")] = False,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Take the browser settings (auth_dir, connect) from this config")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings (auth_dir, connect) from this config")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Log in to a chat UI once, in a real browser window; runs reuse it (agent.auth). It is a secret."""
     from drivers.auth import AuthError, check_name
     from drivers.browser import BrowserStartError
-
     from persona.cli.browsing import login, login_url
 
     _console_logging(verbose)
@@ -318,7 +316,7 @@ def browsers_path_cmd(
 @app.command("demo-agent")
 def demo_agent(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 8765,
-    data: Annotated[Optional[Path], typer.Option(help="Memory folder (default: in memory)")] = None,
+    data: Annotated[Path | None, typer.Option(help="Memory folder (default: in memory)")] = None,
 ) -> None:
     """Serve the bundled demo chat agent, to try it by hand or point a profile at it."""
     from demo_agent.web import DemoChatServer

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from drivers.auth import SavedLogin, find_login, profile_path, run_login, secure_folder, storage_path
 from drivers.browser import browser_host
@@ -13,7 +14,6 @@ from drivers.generic import PlaywrightDriver
 from drivers.probe import ProbeReport, probe
 from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
-
 from drivers.settings import BrowserConfig
 
 

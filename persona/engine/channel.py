@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 
 from drivers.base import ChatDriver, Reply
-
 from persona.crashpoints import crash_point
 from persona.state import AgentNotice, AgentSession, Exchange, PendingSend, RunState, RunStore
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
+from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
-from persona.benchmark.phases import Category
 from persona.state import RunState, RunStore, now
 
 DRY_PREFIX = "dry-"
@@ -130,7 +130,7 @@ def step_budget(bench: Benchmark) -> int:
 
 async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig) -> DryResult:
     """Play one benchmark from scratch; the previous dry run of it is deleted first."""
-    from persona.engine.runner import RunPlan, Runner  # the runner imports Playwright: only when a run is due
+    from persona.engine.runner import Runner, RunPlan  # the runner imports Playwright: only when a run is due
 
     bench = target.bench
     folder = dry_folder(results_dir, bench)

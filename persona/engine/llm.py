@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from persona.config import PersonaConfig
-from persona.errors import RunError
 from persona.engine.model import ModelTurn
+from persona.errors import RunError
 from persona.secrets import redact, register_secret
 from persona.state import ToolCall
 
@@ -142,7 +142,7 @@ def _describe(error: Exception) -> str:
     return f"HTTP {status}: {text}" if status else f"{type(error).__name__}: {text}"
 
 
-def _hint(error: "openai.APIStatusError") -> str:
+def _hint(error: openai.APIStatusError) -> str:
     if error.status_code in (401, 403):
         return " (check the key in the environment variable named by persona.api_key_env)"
     if error.status_code == 404:

@@ -12,19 +12,18 @@ import time
 from collections.abc import Callable
 
 from drivers.base import ChatDriver, Reply
-
 from persona.benchmark.loader import Benchmark
-from persona.engine.channel import AgentChannel
-from persona.engine.compaction import cut_index
 from persona.config import CompactionConfig
 from persona.crashpoints import crash_point
-from persona.errors import RunError
+from persona.engine.channel import AgentChannel
+from persona.engine.compaction import cut_index
 from persona.engine.model import ModelTurn, PersonaModel
-from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
 from persona.engine.replies import wrap_reply
+from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
+from persona.engine.tools import TOOL_SPECS, ToolBox, is_error
+from persona.errors import RunError
 from persona.state import PersonaCompaction, PersonaMessage, RunState, RunStore, ToolCall
 from persona.tokens import MESSAGE_OVERHEAD, TokenCounter
-from persona.engine.tools import TOOL_SPECS, ToolBox, is_error
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
-from persona.benchmark.loader import Benchmark
-from persona.benchmark.grading import says_unknown
-from persona.benchmark.phases import Category
-
 from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
+from persona.benchmark.grading import says_unknown
+from persona.benchmark.loader import Benchmark
+from persona.benchmark.phases import Category
 
 ACK = {"en": "Noted, I'll remember that.", "ru": "Запомнил."}
 UNKNOWN = {"en": "You didn't tell me that.", "ru": "Ты мне этого не говорил."}

@@ -18,21 +18,21 @@ from drivers.auth import AuthError, SavedLogin, find_login
 from drivers.base import ChatDriver, DriverError
 from drivers.browser import BrowserHost, BrowserStartError, browser_host
 from drivers.generic import PlaywrightDriver
-from persona.engine.oracle import OracleDriver
+from drivers.profile import Profile
+from drivers.registry import build_profile, needs_browser
 from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
-from drivers.registry import build_profile, needs_browser
-
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, PersonaConfig, RunConfig
-from persona.errors import InputError, Problem, RunError
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
+from persona.engine.oracle import OracleDriver
+from persona.engine.scripted import ScriptedPersona
+from persona.errors import InputError, Problem, RunError
+from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
-from persona.report.markdown import append_entry, mean, render_entry
-from persona.engine.scripted import ScriptedPersona
 from persona.secrets import RedactingFilter, known_secrets, redact
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
-from persona.benchmark.loader import Benchmark
-from persona.errors import RunError
-from persona.benchmark.phases import Phase
 from persona.benchmark.js_sandbox import ScriptError, run_block
+from persona.benchmark.loader import Benchmark
+from persona.benchmark.phases import Phase
+from persona.errors import RunError
 from persona.state import RunState
 
 PHASE_HEADER = "## Current phase ("  # the scripted persona finds its phase by this header

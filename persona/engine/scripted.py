@@ -17,8 +17,8 @@ from typing import Any
 
 from persona.benchmark.facts import Fact, parse_fact_file
 from persona.benchmark.grading import grade
-from persona.engine.model import ModelTurn
 from persona.benchmark.phases import parse_directives
+from persona.engine.model import ModelTurn
 from persona.engine.replies import is_agent_reply, unwrap_reply
 from persona.engine.scenario import PHASE_HEADER
 from persona.state import ToolCall

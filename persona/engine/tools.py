@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from persona.benchmark.loader import Benchmark
 from persona.benchmark.facts import DELETED, FactFile
 from persona.benchmark.grading import final_score, validate_score
+from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
 from persona.engine.scenario import Scenario
 from persona.state import Evaluation, RunState

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
-from persona.report.decay import CheckAge, check_ages
+from persona.report.decay import check_ages
 from persona.report.html_kit import Point, bar, esc, page, scatter, score_class, table
 from persona.report.markdown import duration, phase_title
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
@@ -89,7 +89,7 @@ class RunReport:
         rows = []
         for e in self.state.evaluations:
             a = self.ages.get(e.check_id)
-            links = "<br>".join(f"{esc(l.file)} {esc(l.fact_id)}: {esc(l.text)}" for l in (a.links[:3] if a else []))
+            links = "<br>".join(f"{esc(link.file)} {esc(link.fact_id)}: {esc(link.text)}" for link in (a.links[:3] if a else []))
             rows.append((f'<a href="#check-{esc(e.check_id)}">{esc(e.check_id)}</a>', esc(e.category.value),
                          f'<span class="{score_class(e.score)}">{e.score:g}</span>', links or '<span class=muted>none</span>',
                          esc(a.basis) if a and a.turns is not None else "—",

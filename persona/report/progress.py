@@ -28,7 +28,7 @@ class Progress(Protocol):
 
     def end(self, state: RunState) -> None: ...
 
-    def __enter__(self) -> "Progress": ...
+    def __enter__(self) -> Progress: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -87,7 +87,7 @@ class QuietProgress:
     def end(self, state: RunState) -> None:
         pass
 
-    def __enter__(self) -> "QuietProgress":
+    def __enter__(self) -> QuietProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -123,7 +123,7 @@ class LiveProgress:
         self.update(state)
         self._live.refresh()
 
-    def __enter__(self) -> "LiveProgress":
+    def __enter__(self) -> LiveProgress:
         self._live.start()
         return self
 

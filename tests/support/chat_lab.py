@@ -114,7 +114,7 @@ class ChatLab:
             server.shutdown()
             server.server_close()
 
-    def __enter__(self) -> "ChatLab":
+    def __enter__(self) -> ChatLab:
         self.start()
         return self
 

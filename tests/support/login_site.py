@@ -48,7 +48,7 @@ class LoginSite:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> "LoginSite":
+    def __enter__(self) -> LoginSite:
         site = self
 
         class Handler(BaseHTTPRequestHandler):

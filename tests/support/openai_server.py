@@ -36,7 +36,7 @@ class OpenAICompatServer:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> "OpenAICompatServer":
+    def __enter__(self) -> OpenAICompatServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
