@@ -9,9 +9,7 @@ The memory is deliberately imperfect so a benchmark run scores between 0 and 10:
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ from demo_agent.text import (
     looks_important,
     normalise,
 )
+from drivers.files import atomic_write
 
 NOTICE_TEXT = "Context compacted: older messages were summarised into notes"
 STATE_FILE = "memory.json"
@@ -262,20 +261,8 @@ class Brain:
     def _save(self) -> None:
         if self._path is None:
             return
-        # tmp file + os.replace: a process killed mid-write leaves the previous state intact.
-        fd, tmp = tempfile.mkstemp(prefix=".memory-", suffix=".tmp", dir=self._path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self._state(), f, ensure_ascii=False)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        # a process killed mid-write leaves the previous memory intact
+        atomic_write(self._path, json.dumps(self._state(), ensure_ascii=False))
 
     def _load(self) -> None:
         assert self._path is not None

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,8 @@ from typing import Any, Literal
 from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from .files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -96,15 +97,7 @@ def secure_folder(folder: Path) -> Path:
 def write_secret_json(path: Path, data: Any) -> None:
     """Write JSON readable by the owner only (0600), atomically: never a half-written login."""
     secure_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, json.dumps(data), mode=0o600)
 
 
 async def save_storage(context: BrowserContext, path: Path) -> None:

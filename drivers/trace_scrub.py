@@ -10,8 +10,6 @@ in persona.secrets) is replaced wherever it appears in the trace's text.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +17,8 @@ from typing import Any
 
 from playwright.async_api import BrowserContext
 from playwright.async_api import Error as PlaywrightError
+
+from .files import atomic_path
 
 REDACTED = "[redacted]"
 SENSITIVE_HEADERS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization", "x-api-key",
@@ -64,9 +64,7 @@ def _literal_forms(secrets: Iterable[str]) -> list[str]:
 def scrub_trace(path: Path, secrets: Iterable[str] = ()) -> None:
     """Rewrite the trace at `path` with credentials and the given secret values redacted."""
     forms = _literal_forms(secrets)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scrub-", suffix=".zip")
-    os.close(fd)
-    try:
+    with atomic_path(path, durable=False) as tmp:
         with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
             for info in src.infolist():
                 data = src.read(info)
@@ -82,10 +80,6 @@ def scrub_trace(path: Path, secrets: Iterable[str] = ()) -> None:
                             text = text.replace(form, REDACTED)
                         data = text.encode("utf-8")
                 dst.writestr(info, data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 async def storage_secrets(context: BrowserContext) -> list[str]:

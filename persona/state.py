@@ -7,16 +7,15 @@ which keeps a save's cost flat as a run gets long.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from drivers.files import atomic_write
 from persona.benchmark.facts import FactFile
 from persona.benchmark.phases import Category
 from persona.crashpoints import crash_point
@@ -220,7 +219,8 @@ class RunStore:
 
     def save(self, state: RunState) -> None:
         state.updated_at = now()
-        atomic_write(self.path, state.model_dump_json(indent=1).encode(), crash_points=True)
+        atomic_write(self.path, state.model_dump_json(indent=1), before_rename=lambda: crash_point("save.written"))
+        crash_point("save.renamed")
 
     def append_exchange(self, state: RunState, exchange: Exchange) -> None:
         """Append to the transcript before the state that counts it is saved; load() drops extras."""
@@ -245,29 +245,4 @@ class RunStore:
         lines = self.transcript_path.read_text(encoding="utf-8").splitlines(keepends=True)
         complete = [line for line in lines if line.endswith("\n")]
         if len(complete) != keep or len(lines) != len(complete):
-            atomic_write(self.transcript_path, "".join(complete[:keep]).encode())
-
-
-def atomic_write(path: Path, data: bytes, *, crash_points: bool = False) -> None:
-    """Write-then-rename, fsynced, so a crash leaves the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if crash_points:
-            crash_point("save.written")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    if crash_points:
-        crash_point("save.renamed")
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+            atomic_write(self.transcript_path, "".join(complete[:keep]))

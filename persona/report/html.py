@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from drivers.files import atomic_write
 from persona.benchmark.loader import Benchmark
 from persona.report.decay import check_ages
 from persona.report.html_kit import Point, bar, esc, page, scatter, score_class, table
 from persona.report.markdown import duration, phase_title
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
-from persona.state import Evaluation, Exchange, RunState, atomic_write
+from persona.state import Evaluation, Exchange, RunState
 from persona.tokens import TokenCounter
 
 HTML_FILE = "report.html"
@@ -195,5 +196,5 @@ class RunReport:
 def write_run_report(folder: Path, state: RunState, exchanges: list[Exchange], bench: Benchmark | None = None,
                      counter: TokenCounter | None = None) -> Path:
     path = folder / HTML_FILE
-    atomic_write(path, RunReport(state, exchanges, folder, bench, counter).render().encode())
+    atomic_write(path, RunReport(state, exchanges, folder, bench, counter).render())
     return path

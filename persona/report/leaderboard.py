@@ -11,9 +11,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from drivers.files import atomic_write
 from persona.report.html_kit import esc, page, score_class, table
 from persona.report.scores import CATEGORIES, Group, by_category, mean
-from persona.state import STATE_FILE, RunState, atomic_write
+from persona.state import STATE_FILE, RunState
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,6 @@ def render_html(groups: dict[tuple[str, str], list[Entry]]) -> str:
 def write_leaderboard(results_dir: Path, planned: dict[str, int] | None = None) -> tuple[Path, Path]:
     groups = collect(results_dir, planned)
     md, html = results_dir / MARKDOWN_FILE, results_dir / HTML_FILE
-    atomic_write(md, render_markdown(groups).encode())
-    atomic_write(html, render_html(groups).encode())
+    atomic_write(md, render_markdown(groups))
+    atomic_write(html, render_html(groups))
     return md, html
