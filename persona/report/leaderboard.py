@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from drivers.files import atomic_write
-from persona.report.html_kit import esc, page, score_class, table
 from persona.report.scores import CATEGORIES, Group, by_category, mean
+from persona.report.templating import render_page
 from persona.state import STATE_FILE, RunState
 
 log = logging.getLogger(__name__)
@@ -106,23 +106,7 @@ def render_markdown(groups: dict[tuple[str, str], list[Entry]]) -> str:
 
 
 def render_html(groups: dict[tuple[str, str], list[Entry]]) -> str:
-    parts = ["<h1>MarathonMemBench leaderboard</h1><p class=muted>Runs of each benchmark ranked by mean score (0–10) "
-             "over their graded checks; one column per check category; <i>checks</i> is graded/planned.</p>"]
-    if not groups:
-        parts.append("<p>No runs yet.</p>")
-    for (bench, title), runs in groups.items():
-        cats = _columns(runs)
-        rows = []
-        for i, e in enumerate(runs, 1):
-            name = f'<a href="{esc(e.run_id)}/report.html">{esc(e.run_id)}</a>' if e.has_html else esc(e.run_id)
-            mean_cell = f'<b class="{score_class(e.mean)}">{_score(e)}</b>' if e.mean is not None else "—"
-            rows.append([str(i), name, esc(e.driver), esc(e.persona), esc(e.status), mean_cell,
-                         *[_cat(e, c) for c in cats], e.coverage, str(e.turns), f"{e.tokens_in:,} / {e.tokens_out:,}"])
-        numeric = (0, 5, *range(6, 6 + len(cats) + 3))
-        parts.append(f"<h2>{esc(title)} <span class=muted>({esc(bench)})</span></h2>"
-                     + table(["#", "run", "driver", "persona", "status", "mean", *cats, "checks", "turns",
-                              "persona tokens in / out"], rows, numeric=numeric))
-    return page("MarathonMemBench leaderboard", "".join(parts))
+    return render_page("leaderboard.html", groups=groups, columns=_columns, category_mean=_cat)
 
 
 def write_leaderboard(results_dir: Path, planned: dict[str, int] | None = None) -> tuple[Path, Path]:
