@@ -1,9 +1,16 @@
-"""results/report.md: one entry appended at the end of every run, finished, failed or interrupted."""
+"""results/report.md: one entry appended at the end of every run, finished, failed or interrupted.
+
+Text from the agent (its answers, notices, acknowledgements, errors quoting it) and from the grader is
+hostile: in an entry it is inert in any Markdown viewer, HTML allowed or not, and cannot pass for the
+report's own structure. A long text goes in a fenced code block inside a block quote (every raw line
+starts with `>`, no fence inside can close it); a short one goes on one line in a code span.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
@@ -22,8 +29,26 @@ def duration(seconds: float) -> str:
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line.strip() else ">" for line in (text.strip() or "(empty)").splitlines())
+def _fence_for(text: str, at_least: int) -> str:
+    """Backticks one more than the longest run in `text`: nothing in it can close them."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(at_least, longest + 1)
+
+
+def quote_block(text: str) -> str:
+    """Untrusted text, shown verbatim: a fenced code block inside a block quote."""
+    lines = text.strip().splitlines() or ["(empty)"]  # every line break Python knows, \r and U+2028 too
+    fence = _fence_for(text, 3)
+    return "\n".join([f"> {fence}text", *(f"> {line}" for line in lines), f"> {fence}"])
+
+
+def quote_inline(text: str) -> str:
+    """Untrusted text on one line, as a code span: whitespace (line breaks too) collapsed, shown verbatim."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "(empty)"
+    fence = _fence_for(flat, 1)
+    return f"{fence} {flat} {fence}"  # the spaces keep a leading or trailing backtick out of the fence
 
 
 def phase_title(bench: Benchmark, phase: int) -> str:
@@ -56,14 +81,14 @@ def _coverage(bench: Benchmark, state: RunState) -> str:
 def _agent_compactions(state: RunState) -> str:
     if not state.agent_notices:
         return "none seen in the chat UI"
-    shown = [f"turn {n.turn} (session {n.session}): {n.text[:120]!r}" for n in state.agent_notices[:20]]
+    shown = [f"turn {n.turn} (session {n.session}): {quote_inline(n.text[:120])}" for n in state.agent_notices[:20]]
     return f"{len(state.agent_notices)} — " + "; ".join(shown)
 
 
 def _sessions(state: RunState) -> str:
     parts = []
     for s in state.sessions:
-        how = f" ({s.reset_sign})" if s.reset_sign else ""
+        how = f" ({quote_inline(s.reset_sign)})" if s.reset_sign else ""
         parts.append(f"{s.index}: {s.reason} at turn {s.started_turn}{how}")
     return "; ".join(parts) or "none"
 
@@ -71,7 +96,7 @@ def _sessions(state: RunState) -> str:
 def render_entry(bench: Benchmark, state: RunState) -> str:
     evs = state.evaluations
     avg = mean(evs)
-    status = state.status + (f": {state.error}" if state.error else "")
+    status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
     usage = state.usage
     lines = [
         f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}",
@@ -98,7 +123,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
             lines += [
                 "", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry}",
                 f"- **Question:** {e.question}", f"- **Expected:** {e.expected}", "- **Agent:**", "",
-                _quote(e.answer), "", f"- **Grader:** {e.comment}",
+                quote_block(e.answer), "", f"- **Grader:** {quote_inline(e.comment)}",
             ]
     return "\n".join(lines) + "\n"
 
