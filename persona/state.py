@@ -152,6 +152,7 @@ class RunState(BaseModel):
     sessions: list[AgentSession] = []
     evaluations: list[Evaluation] = []
     agent_notices: list[AgentNotice] = []
+    repaired_chars: int = 0  # characters of the agent's replies that could not be stored, as U+FFFD (drivers.base.storable)
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short

@@ -64,6 +64,7 @@ class AgentChannel:
             reply=reply.bubbles, signal=reply.signal, reply_seconds=round(reply.seconds, 3)))
         self.state.agent_notices += [AgentNotice(turn=self.state.turn, session=self.state.session, text=n)
                                      for n in reply.notices]
+        self.state.repaired_chars += reply.repaired
         if self.state.sessions:
             self.state.sessions[-1].url = self.driver.session_url
         self.state.pending = None

@@ -111,6 +111,8 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"{state.turn} messages to the agent",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
+        *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
+            "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
     ]
