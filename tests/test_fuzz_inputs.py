@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,18 @@ def test_any_benchmark_loads_or_names_its_problem(data):
             text = content if isinstance(content, str) else json.dumps(content)
             (folder / name).write_bytes(text.encode("utf-8", "surrogatepass"))  # bytes that are not UTF-8, too
         only_input_errors(lambda: lint(load_benchmark(folder)))
+
+
+# What longer hunts found, kept as fixed cases.
+@pytest.mark.parametrize("file, old, new, expected", [
+    ("chapter1.md", "## Exam\n", "## Exam\n```js\nvars.a = 1;\n\x00\n```\n", "chapter1.md:7: JS block does not compile: a NUL character"),
+    ("benchmark.json", '"pets.md"', '"' + "p" * 300 + '.md"', "benchmark.json:1: fact_files.0: Value error, path too long"),
+])
+def test_inputs_the_hunt_found(tmp_path, file, old, new, expected):
+    files = {name: json.dumps(c) if isinstance(c, dict) else c for name, c in TINY_BENCH.items()}
+    assert old in files[file]
+    files[file] = files[file].replace(old, new)
+    write_files(tmp_path / "bench", files)
+    with pytest.raises(InputError) as err:
+        load_benchmark(tmp_path / "bench")
+    assert any(expected in str(p) for p in err.value.problems), err.value.problems
