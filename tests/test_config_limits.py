@@ -59,3 +59,12 @@ def test_a_benchmark_json_nested_too_deep_names_its_line(folder: Path):  # noqa:
     code, output = cli("run", "-c", str(folder / "config.jsonc"))
     assert code == 2 and "benchmark.json:4: nested more than 20 levels deep" in output, output
     assert "Traceback" not in output
+
+
+def test_a_chat_url_needing_an_unset_variable_stops_before_anything_starts(folder, monkeypatch):  # noqa: F811
+    monkeypatch.delenv("MMB_TEST_UNSET_TOKEN", raising=False)
+    (folder / "config.jsonc").write_text(GOOD.replace(
+        '"agent": {"driver": "oracle"}', '"agent": {"driver": "demo", "url": "http://127.0.0.1:9/#t=${MMB_TEST_UNSET_TOKEN}"}'))
+    code, output = cli("run", "-c", str(folder / "config.jsonc"))
+    assert code == 2 and "config.jsonc:7: run a: the chat URL needs the environment variable(s) MMB_TEST_UNSET_TOKEN" in output, output
+    assert not (folder / "results").exists()

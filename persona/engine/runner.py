@@ -22,6 +22,7 @@ from drivers.profile import Profile
 from drivers.registry import build_profile, needs_browser
 from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
+from drivers.url_secrets import ChatUrl
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, PersonaConfig, RunConfig
 from persona.engine.llm import OpenAIPersona, api_key
@@ -33,7 +34,7 @@ from persona.errors import InputError, Problem, RunError
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
-from persona.secrets import RedactingFilter, known_secrets, redact
+from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 
@@ -87,6 +88,11 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
             continue
         if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        elif profile is not None and (url := run.agent.url or profile.url):
+            try:
+                ChatUrl(url)
+            except ValueError as e:
+                problems.append(config.problem(("runs", i, "agent", "url"), f"run {run.id}: {e}"))
         login = None
         if run.agent.auth:
             try:
@@ -244,9 +250,12 @@ class Runner:
 
         async def build() -> ChatDriver:  # again when a crash took the context down
             chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
-            return PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
-                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
-                                    secrets=(*chat.secrets, *known_secrets()))
+            driver = PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
+                                      trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
+                                      secrets=(*chat.secrets, *known_secrets()))
+            for value in driver.url_secrets:  # masked wherever an error or log line might still quote it
+                register_secret(value)
+            return driver
 
         return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
 
@@ -276,7 +285,7 @@ def _check_resumable(bench: Benchmark, state: RunState) -> None:
 
 def _note(state: RunState, text: str) -> None:
     """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
-    state.log.append(f"turn {state.turn}: {text}"[:500])
+    state.log.append(redact(f"turn {state.turn}: {text}")[:500])
 
 
 class _RunFilter(logging.Filter):
