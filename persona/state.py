@@ -134,6 +134,8 @@ class RunState(BaseModel):
     persona_model: str
     status: Status = "new"
     error: str | None = None
+    ends: int = 0  # times this run ended (finished, failed, interrupted), each with a report.md entry
+    reported_ends: int = 0  # ends whose outputs (report.md entry, report.html, leaderboard) are all written
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
     active_seconds: float = 0.0  # summed over restarts

@@ -83,7 +83,7 @@ def test_agent_text_is_inert_and_cannot_forge_the_entry(attack):
     assert headings(entry) == headings(hostile_entry("harmless")), "the agent cannot add or change a heading"
     assert sum("Mean score:" in t for t in plain_texts(entry)) == 1, "one mean-score line, the entry's own"
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(entry)
-    for raw in ("<script", "<img", "<iframe", "<style", "<details", "<b>", "<!--", 'href="javascript'):
+    for raw in ("<script", "<img", "<iframe", "<style", "<details", "<b>", "<!--", 'href="javascript', "mmb-end"):
         assert raw not in html, raw
     # Every line the agent wrote is quoted in the raw file too: no line of it starts a line of the report.
     for line in entry.splitlines():

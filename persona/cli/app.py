@@ -135,9 +135,10 @@ def report(
     run_ids: Annotated[list[str] | None, typer.Option("--run", "-r", help="Only these run ids")] = None,
     results: Annotated[Path | None, typer.Option("--results", help="Results folder (default: the config's)")] = None,
 ) -> None:
-    """Rebuild results/<id>/report.html of every run and results/leaderboard.{md,html} from the saved states."""
+    """Rebuild results/<id>/report.html of every run and results/leaderboard.{md,html} from the saved states,
+    and write report.md entries a kill left unwritten."""
     from persona.benchmark.loader import load_benchmark
-    from persona.report.publish import rebuild
+    from persona.report.publish import complete_entries, rebuild
     from persona.tokens import TokenCounter
 
     cfg = None
@@ -156,6 +157,8 @@ def report(
         except InputError:
             typer.secho(f"{run.id}: benchmark {run.benchmark} does not load; its report has no phase titles", err=True)
     counter = TokenCounter(cfg.compaction.encoding) if cfg else None
+    for run in complete_entries(folder, benches, run_ids):
+        typer.echo(f"{folder / 'report.md'}: wrote the entry of {run.name}'s last end (a kill had left it unwritten)")
     for path in rebuild(folder, benches, run_ids, counter):
         typer.echo(str(path))
 

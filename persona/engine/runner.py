@@ -25,13 +25,14 @@ from drivers.tracing import show_trace_command
 from drivers.url_secrets import ChatUrl
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, PersonaConfig, RunConfig
+from persona.crashpoints import crash_point
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
-from persona.report.markdown import append_entry, mean, render_entry
+from persona.report.markdown import append_entry_once, mean
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
 from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
@@ -183,11 +184,15 @@ class Runner:
                 _check_resumable(plan.bench, state)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
+            self.planned[plan.bench.root.name] = len(plan.bench.checks)
+            if state.ends > state.reported_ends:  # killed at its last end, before every output was written
+                path, pages = await self._report(plan, store, state)
+                self.print(f"[{plan.run.id}] wrote what its last end ({state.status}) had left unwritten: "
+                           f"report: {path}" + (f", {pages[0]}" if pages else ""))
             if state.status == "finished":
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
-            self.planned[plan.bench.root.name] = len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state)
@@ -225,20 +230,33 @@ class Runner:
             log.exception("run %s crashed", plan.run.id)
             state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
         finally:
+            state.ends += 1
             store.save(state)
+            crash_point("run.ended")
             await self._close(driver, failed)
             await model.aclose()
-            path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
             self.progress.end(state)
-            pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
-                publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),
-                TokenCounter(self.config.compaction.encoding))
+            path, pages = await self._report(plan, store, state)
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
                        + (f" — {state.error}" if state.error else "") + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
+
+    async def _report(self, plan: RunPlan, store: RunStore, state: RunState) -> tuple[Path, list[Path]]:
+        """The outputs of the run's last end, each written once: its report.md entry, report.html and the
+        leaderboard. A kill before all are written leaves `reported_ends` behind `ends`: the next start
+        of the run, or `mmb report`, completes them."""
+        results = self.config.results_path()
+        path, _ = append_entry_once(results, plan.bench, state)
+        crash_point("report.appended")
+        pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
+            publish_run, plan.folder, state, plan.bench, results, dict(self.planned), TokenCounter(self.config.compaction.encoding))
+        if pages:  # else publish_run logged why; the next start tries again
+            state.reported_ends = state.ends
+            store.save(state)
+        return path, pages
 
     async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
                       on_event: Callable[[str], None]) -> ChatDriver:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
 from persona.report.scores import by_category, distribution, mean, phase_costs
-from persona.state import RunState, now
+from persona.state import RunState
 
-__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "append_entry_once", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
 
@@ -93,13 +93,20 @@ def _sessions(state: RunState) -> str:
     return "; ".join(parts) or "none"
 
 
+def end_marker(state: RunState) -> str:
+    """The entry's invisible mark (a link reference definition: no viewer shows it), naming the run's end it
+    reports, so an entry is appended once however often a kill interrupts the writing of the outputs."""
+    return f'[mmb-end]: # "{state.run_id} {state.ends}"'
+
+
 def render_entry(bench: Benchmark, state: RunState) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
     usage = state.usage
-    lines = [
-        f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}",
+    lines = [  # the time of the run's end, saved with it: an entry written after a restart keeps it
+        f"## {state.updated_at:%Y-%m-%d %H:%M} UTC — {state.run_id}: {bench.title} @ {state.driver}",
+        end_marker(state),
         "",
         f"- **Status:** {status}",
         f"- **Mean score:** {f'{avg:.2f} / 10' if avg is not None else 'n/a'} over {len(evs)} graded checks",
@@ -130,15 +137,19 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
     return "\n".join(lines) + "\n"
 
 
-def append_entry(results_dir: Path, entry: str) -> Path:
-    """Append under an exclusive lock: parallel runs finishing together don't interleave."""
+def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState) -> tuple[Path, bool]:
+    """The entry of the run's last end, appended unless report.md has it already; True when appended.
+    Under an exclusive lock: parallel runs finishing together don't interleave."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / REPORT_FILE
-    with open(path, "a", encoding="utf-8") as f:
+    with open(path, "a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        if end_marker(state) in f.read().split("\n"):  # a whole line: agent text never starts one
+            return path, False
         if f.tell() == 0:
             f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
-        f.write("\n" + entry)
+        f.write("\n" + render_entry(bench, state))
         f.flush()
         os.fsync(f.fileno())
-    return path
+    return path, True
