@@ -230,7 +230,9 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"no complete reply ({step}): {outcome.describe()}", ReplyTimeout)
         if outcome.error is not None:
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
-        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        # A page knows the token it was opened with and may echo it: it is kept as its placeholder.
+        reply = Reply(bubbles=[self.shown(b) for b in outcome.bubbles], signal=outcome.signal,
+                      notices=[self.shown(n) for n in outcome.notices])
         if self._rate_limited(reply.text):
             raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
         log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)

@@ -74,3 +74,23 @@ def test_a_kill_between_delivered_and_recorded_never_sends_twice(tiny_run):
     assert results.state()["status"] == "finished"
     no_raw_bad_characters(results)
     sent_once_each(results)
+
+
+def test_a_page_echoing_the_token_of_its_url_gets_its_placeholder_into_the_reply(harness, tmp_path, monkeypatch):
+    from drivers.generic import PlaywrightDriver
+    from tests.support.chat_lab import ChatLab
+
+    token = "urltok-5e2d8c1a9f"
+    monkeypatch.setenv("MMB_T_ECHO", token)
+
+    async def go(lab: ChatLab) -> list[str]:
+        driver = PlaywrightDriver(lab.profile(), await harness.browser.new_context(),
+                                  base_url=lab.url + "/?k=${MMB_T_ECHO}", artifacts=tmp_path)
+        try:
+            await driver.open(None)
+            return (await driver.send("what is my token?")).bubbles
+        finally:
+            await driver.close()
+
+    with ChatLab(responder=lambda text, history: [f"your token is {token}, I keep it safe"]) as lab:
+        assert harness.run(go(lab)) == ["your token is ${MMB_T_ECHO}, I keep it safe"]
