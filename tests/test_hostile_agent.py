@@ -94,3 +94,24 @@ def test_a_page_echoing_the_token_of_its_url_gets_its_placeholder_into_the_reply
 
     with ChatLab(responder=lambda text, history: [f"your token is {token}, I keep it safe"]) as lab:
         assert harness.run(go(lab)) == ["your token is ${MMB_T_ECHO}, I keep it safe"]
+
+
+def test_a_reply_that_cannot_be_recorded_leaves_the_message_pending_and_no_turn_counted(tmp_path):
+    """Were anything to fail while recording (a full disk), the state a rerun resumes from must not
+    count a turn the transcript lacks: the rerun takes the reply from the chat and counts it once."""
+    from persona.engine.channel import AgentChannel
+    from persona.state import PendingSend, RunState, RunStore
+
+    class FullDisk(RunStore):
+        def append_exchange(self, state, exchange):
+            raise OSError(28, "No space left on device")
+
+    class Chat:
+        session_url = "/c/1"
+
+    state = RunState(run_id="r", benchmark="b", driver="demo", persona_model="scripted", turn=4,
+                     pending=PendingSend(text="hi", turn=5, user_messages_before=4, status="sent"))
+    channel = AgentChannel(Chat(), state, FullDisk(tmp_path), save=lambda: None)
+    with pytest.raises(OSError):
+        channel.record("hi", Reply(bubbles=["hello"]))
+    assert state.turn == 4 and state.pending is not None and state.transcript_len == 0
