@@ -31,6 +31,8 @@ LONG_ID = "r" * 300
     ('{"kind": "scripted"}', '{"kind": "scripted", "api_key_env": ""}', "config.jsonc:5: persona.api_key_env: String should match pattern"),
     ('"parallel": 2,', '"parallel": 2, "browser": {"viewport": [-1100, 800]},',
      "config.jsonc:4: browser.viewport.0: Input should be greater than 0"),
+    ('"driver": "oracle"}', '"driver": "demo", "options": {"completion": {"timeout_s": -1}, "ready_timeout_s": true}}',
+     "config.jsonc:7: run a: completion.timeout_s: Input should be greater than 0; ready_timeout_s: Input should be a valid number"),
     ('"parallel": 2,', '"parallel": 2, "compaction": {"encoding": "o300k_base"},',
      "config.jsonc:4: compaction.encoding: Value error, unknown tiktoken encoding 'o300k_base' (known: "),
 ])
