@@ -61,6 +61,16 @@ class AgentConfig(Strict):
     auth: str | None = Field(None, description="A login saved by `mmb login` (its --name), kept in browser.auth_dir")
 
 
+class ModelPrice(Strict):
+    """What a model costs, in US dollars per 1 M tokens (the providers' list prices)."""
+
+    input: float = Field(..., ge=0, description="USD per 1 M prompt tokens")
+    cached_input: float | None = Field(None, ge=0, description="USD per 1 M prompt tokens served from the provider's "
+                                       "prompt cache (default: the input price)")
+    output: float = Field(..., ge=0, description="USD per 1 M completion tokens")
+    source: str | None = Field(None, description="Where the price comes from, and when")
+
+
 class RunConfig(Strict):
     id: str = Field(..., pattern=RUN_ID_PATTERN)
     benchmark: str
@@ -69,11 +79,17 @@ class RunConfig(Strict):
 
 
 class Config(Strict):
+    schema_ref: str | None = Field(None, alias="$schema", description="Path or URL of this file's JSON Schema, "
+                                   "for editors (config.schema.json)")
     persona: PersonaConfig = PersonaConfig()
     compaction: CompactionConfig = CompactionConfig()
     browser: BrowserConfig = BrowserConfig()
     results_dir: str = "results"
     parallel: int = Field(2, ge=1, description="Runs played at the same time, one browser context each")
+    prices: dict[str, ModelPrice] = Field({}, description="Model name -> price; overrides and extends the table "
+                                          "shipped with the tool (persona/report/prices.json)")
+    fail_under: float | None = Field(None, ge=0, le=10, description="`mmb run` exits 3 when a run's mean score is "
+                                     "below this (the --fail-under flag wins)")
     runs: list[RunConfig] = Field(..., min_length=1)
 
     # Set by load_config: where relative paths start.

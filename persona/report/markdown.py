@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState, now
 
@@ -68,7 +69,7 @@ def _sessions(state: RunState) -> str:
     return "; ".join(parts) or "none"
 
 
-def render_entry(bench: Benchmark, state: RunState) -> str:
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {state.error}" if state.error else "")
@@ -88,6 +89,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
     ]
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
