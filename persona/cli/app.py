@@ -1,7 +1,7 @@
 """`mmb`: the command line. This module only assembles it; each group of commands has its own module.
 
     run_commands.py        run (and run --dry)
-    result_commands.py     report
+    result_commands.py     report (--merge), list, export, compare
     benchmark_commands.py  validate, new, schema
     browser_commands.py    probe, login, browsers-path, demo-agent
     common.py              exit codes, failing with one line, logging, the browser flags
@@ -72,6 +72,9 @@ def _main(
 
 app.command()(run_commands.run)
 app.command()(result_commands.report)
+app.command("list")(result_commands.list_runs)
+app.command()(result_commands.export)
+app.command()(result_commands.compare)
 app.command()(benchmark_commands.validate)
 app.command()(benchmark_commands.new)
 app.command()(benchmark_commands.schema)

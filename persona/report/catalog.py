@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from persona.report.cost import Cost, PriceTable
+from persona.report.cost import Cost, PriceTable, money
+from persona.report.markdown import duration
 from persona.report.scores import Group, by_category, mean
 from persona.state import STATE_FILE, RunState
 
@@ -89,3 +90,33 @@ def scan(results_dir: Path, planned: dict[str, int] | None = None, prices: Price
     """One Entry per run, by run folder name. `planned`: checks per benchmark folder name, for older states."""
     prices = prices or PriceTable()
     return [entry(state, folder, planned or {}, prices) for state, folder in read_states(results_dir)]
+
+
+def run_folders(results_dir: Path) -> dict[str, Path]:
+    """Run id -> folder, for every folder of results_dir that holds a state."""
+    return {p.parent.name: p.parent for p in sorted(results_dir.glob(f"*/{STATE_FILE}"))}
+
+
+def unknown_runs(results_dir: Path, wanted: list[str]) -> str | None:
+    """One line naming the ids that are not runs of results_dir, or None when all are."""
+    known = run_folders(results_dir)
+    missing = [w for w in wanted if w not in known]
+    if not missing:
+        return None
+    runs = ", ".join(known) or "none"
+    return f"no run with id {', '.join(map(repr, missing))} in {results_dir} (runs: {runs})"
+
+
+LIST_COLUMNS = ("run", "agent", "benchmark", "status", "progress", "checks", "mean", "cost", "started (UTC)", "duration")
+
+
+def list_rows(entries: list[Entry]) -> list[tuple[str, ...]]:
+    """`mmb list`: a row per run, newest first (the same order as index.html)."""
+    return [(e.run_id, e.driver, e.benchmark, e.status, e.progress, e.coverage,
+             f"{e.mean:.2f}" if e.mean is not None else "—", money(e.cost.usd),
+             e.started.strftime("%Y-%m-%d %H:%M") if e.started else "—", duration(e.seconds))
+            for e in newest_first(entries)]
+
+
+def newest_first(entries: list[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (e.started is None, -(e.started.timestamp() if e.started else 0), e.run_id))

@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from drivers.files import atomic_write
-from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, Entry
+from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, Entry, newest_first
 from persona.report.templating import render_page
 
 
 def render_index(entries: list[Entry]) -> str:
-    runs = sorted(entries, key=lambda e: (e.started is None, -(e.started.timestamp() if e.started else 0), e.run_id))
-    return render_page("index.html", runs=runs, leaderboard=LEADERBOARD_PAGE,
+    return render_page("index.html", runs=newest_first(entries), leaderboard=LEADERBOARD_PAGE,
                        benchmarks=sorted({e.benchmark for e in entries}), statuses=sorted({e.status for e in entries}))
 
 

@@ -11,9 +11,10 @@ from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState, now
 
-__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
+REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
 
 
 def duration(seconds: float) -> str:
@@ -112,7 +113,7 @@ def append_entry(results_dir: Path, entry: str) -> Path:
     with open(path, "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         if f.tell() == 0:
-            f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
+            f.write(REPORT_HEADER)
         f.write("\n" + entry)
         f.flush()
         os.fsync(f.fileno())
