@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from drivers.recovery import Recovery
 from drivers.settings import BrowserConfig
@@ -79,6 +80,9 @@ class RunConfig(Strict):
 
 
 class Config(Strict):
+    """config.jsonc: the engine (persona model, compaction, browser) and the runs. Relative paths in it
+    (benchmark, results_dir, browser.auth_dir) start at the folder of the config file."""
+
     schema_ref: str | None = Field(None, alias="$schema", description="Path or URL of this file's JSON Schema, "
                                    "for editors (config.schema.json)")
     persona: PersonaConfig = PersonaConfig()
@@ -92,10 +96,10 @@ class Config(Strict):
                                      "below this (the --fail-under flag wins)")
     runs: list[RunConfig] = Field(..., min_length=1)
 
-    # Set by load_config: where relative paths start.
-    base_dir: Path = Field(Path("."), exclude=True)
-    source: Path = Field(Path("config.jsonc"), exclude=True)
-    locations: dict[tuple, int] = Field({}, exclude=True)
+    # Set by load_config: where relative paths start (the config file's folder); not part of the file.
+    base_dir: SkipJsonSchema[Path] = Field(Path("."), exclude=True)
+    source: SkipJsonSchema[Path] = Field(Path("config.jsonc"), exclude=True)
+    locations: SkipJsonSchema[dict[tuple, int]] = Field({}, exclude=True)
 
     def problem(self, json_path: tuple, message: str) -> Problem:
         """A problem located at a value of this config file, e.g. ("runs", 0, "agent", "driver")."""
@@ -112,6 +116,11 @@ class Config(Strict):
 
     def auth_path(self) -> Path:
         return (self.base_dir / self.browser.auth_dir).resolve()
+
+
+def config_schema() -> dict:
+    """The JSON Schema of config.jsonc (`mmb schema config`, published as schemas/config.schema.json)."""
+    return Config.model_json_schema(by_alias=True)
 
 
 def load_config(path: Path) -> Config:

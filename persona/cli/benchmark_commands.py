@@ -1,4 +1,4 @@
-"""Writing benchmarks: `mmb validate`, `mmb new`, `mmb schema`."""
+"""Writing benchmarks and configs: `mmb validate`, `mmb new`, `mmb schema benchmark|config|export`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import typer
 
 from persona.benchmark.loader import load_benchmark, manifest_schema
 from persona.cli.common import EXIT_BAD_INPUT, fail
+from persona.config import config_schema
 from persona.errors import InputError
+from persona.report.export import export_schema
 
 
 def validate(
@@ -60,6 +62,14 @@ def new(
                f"  mmb run --dry --benchmark {target}")
 
 
-def schema() -> None:
-    """Print the JSON Schema of benchmark.json."""
-    typer.echo(json.dumps(manifest_schema(), indent=2, ensure_ascii=False))
+SCHEMAS = {"benchmark": manifest_schema, "config": config_schema, "export": export_schema}
+
+
+def schema(
+    what: Annotated[str, typer.Argument(help="benchmark (benchmark.json), config (config.jsonc) or export "
+                                        "(a row of mmb export)")] = "benchmark",
+) -> None:
+    """Print a JSON Schema: of benchmark.json, config.jsonc, or an exported row. The repository publishes them."""
+    if what not in SCHEMAS:
+        fail(f"no schema of {what!r}: benchmark, config or export")
+    typer.echo(json.dumps(SCHEMAS[what](), indent=2, ensure_ascii=False))

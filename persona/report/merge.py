@@ -62,7 +62,8 @@ def merge_results(sources: list[Path], target: Path) -> Merged:
     chosen, merged = _plan(sources, target)
     target.mkdir(parents=True, exist_ok=True)
     for rid, folder in chosen.items():
-        shutil.copytree(folder, target / rid, ignore=shutil.ignore_patterns(".lock", f".{STATE_FILE}.*.tmp"))
+        shutil.copytree(folder, target / rid, ignore=shutil.ignore_patterns(".lock", f".{STATE_FILE}.*.tmp"),
+                        copy_function=shutil.copyfile)  # new files, with this user's umask
         merged.copied.append(rid)
     merged.entries = _merge_entries([*sources, target], target / REPORT_FILE)
     return merged
