@@ -239,7 +239,7 @@ def summary(result: DryResult, compaction: CompactionConfig, costs: list[Cost] |
         *([_cost_line(c) for c in costs] if costs else
           ["  cost       give the config (-c config.jsonc) to price a real run with its persona model"]),
         f"  time       {state.active_seconds:.1f} s",
-        f"  results    {result.folder}/ (state.json, transcript.jsonl, report.md)",
+        f"  results    {result.folder}/ (state.json, transcript.jsonl, report.md, report.html)",
     ]
     for e in (e for e in evs if e.score < 10):
         lines.append(f"  below 10   {e.check_id} [{e.category.value}] {e.score:g}/10: {e.comment}; "

@@ -71,6 +71,8 @@ def render_markdown(board: Board) -> str:
              "Runs of each benchmark ranked by mean score (0–10) over their graded checks; one column per check "
              "category; `checks` is graded/planned; cost is the persona's tokens at its model's price "
              f"(`mmb list` and [{INDEX_FILE}]({INDEX_FILE}) show every run).", ""]
+    if not board.agents:
+        lines += ["No agent's run yet: only dry runs.", ""]
     for (bench, title), runs in board.agents.items():
         cats = _columns(runs)
         lines += [f"## {title} (`{bench}`)", "",
