@@ -40,11 +40,11 @@ def test_list_shows_every_run(results):
     done = mmb("list", "--results", results)
     assert done.exit_code == 0, done.output
     header, *rows = done.stdout.splitlines()
-    assert header.split() == ["run", "agent", "benchmark", "status", "progress", "checks", "mean", "cost", "started",
-                              "(UTC)", "duration"]
+    assert header.split() == ["run", "agent", "benchmark", "status", "progress", "checks", "mean", "cost", "per", "check",
+                              "started", "(UTC)", "duration"]
     assert sorted(r.split()[:8] for r in rows) == [["r1", "demo", "demo", "finished", "phase", "5", "3", "5.00"],
                                                    ["r2", "demo", "demo", "finished", "phase", "5", "3", "3.33"]]
-    assert all(r.split()[8] == "$0" and r.endswith("1 min 15 s") for r in rows)
+    assert all(r.split()[8:10] == ["$0", "$0"] and r.endswith("1 min 15 s") for r in rows)
 
 
 def test_unknown_run_ids_exit_2_with_one_line(results):
@@ -52,8 +52,9 @@ def test_unknown_run_ids_exit_2_with_one_line(results):
         done = mmb(*command, "--results", results, "-r", "r1", "-r", "nope")
         assert done.exit_code == 2, command
         assert done.stderr == f"no run with id 'nope' in {results} (runs: r1, r2)\n"
-    done = mmb("compare", "--results", results, "r1", "nope")
-    assert done.exit_code == 2 and "no run with id 'nope'" in done.stderr
+    done = mmb("compare", "--results", results, "r1", "nope.jsonl")
+    assert done.exit_code == 2
+    assert done.stderr == f"nope.jsonl is neither an export file (.json, .jsonl, .csv) nor a run in {results} (runs: r1, r2)\n"
     empty = results.parent / "empty"
     empty.mkdir()
     assert mmb("report", "--results", empty).stderr == f"no runs in {empty}\n"

@@ -170,6 +170,7 @@ def compare(
 
 def _side(spec: str, cfg: Config | None, results: Path | None):
     """A run id of the results folder, or an export file holding one run."""
+    from persona.report.catalog import run_folders
     from persona.report.compare import Side
     from persona.report.export import ExportFileError, format_of, read_rows, rows_of_results
 
@@ -183,5 +184,6 @@ def _side(spec: str, cfg: Config | None, results: Path | None):
             fail(f"{path} holds {len(runs)} runs ({', '.join(runs)}): export one run per file (mmb export -r ID)")
         return Side(spec, rows)
     folder = _results(cfg, results)
-    _known_runs(folder, [spec])
+    if spec not in (runs := run_folders(folder)):
+        fail(f"{spec} is neither an export file (.json, .jsonl, .csv) nor a run in {folder} (runs: {', '.join(runs) or 'none'})")
     return Side(spec, rows_of_results(folder, [spec], _counter(cfg)))

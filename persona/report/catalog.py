@@ -107,13 +107,14 @@ def unknown_runs(results_dir: Path, wanted: list[str]) -> str | None:
     return f"no run with id {', '.join(map(repr, missing))} in {results_dir} (runs: {runs})"
 
 
-LIST_COLUMNS = ("run", "agent", "benchmark", "status", "progress", "checks", "mean", "cost", "started (UTC)", "duration")
+LIST_COLUMNS = ("run", "agent", "benchmark", "status", "progress", "checks", "mean", "cost", "per check", "started (UTC)",
+                "duration")
 
 
 def list_rows(entries: list[Entry]) -> list[tuple[str, ...]]:
     """`mmb list`: a row per run, newest first (the same order as index.html)."""
     return [(e.run_id, e.driver, e.benchmark, e.status, e.progress, e.coverage,
-             f"{e.mean:.2f}" if e.mean is not None else "—", money(e.cost.usd),
+             f"{e.mean:.2f}" if e.mean is not None else "—", money(e.cost.usd), money(e.cost.per_check),
              e.started.strftime("%Y-%m-%d %H:%M") if e.started else "—", duration(e.seconds))
             for e in newest_first(entries)]
 
