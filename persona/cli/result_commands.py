@@ -7,12 +7,17 @@ is there), else ./results. None of them changes a run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from persona.cli.common import EXIT_BAD_INPUT, EXIT_GATE, ConfigOption, RunIdsOption, config_or_fail, fail
 from persona.config import Config
+
+if TYPE_CHECKING:  # imported where used: `mmb --help` stays quick
+    from persona.report.compare import Side
+    from persona.report.cost import PriceTable
+    from persona.tokens import TokenCounter
 
 ResultsOption = Annotated[Path | None, typer.Option("--results", help="Results folder (default: the config's)")]
 
@@ -29,7 +34,7 @@ def _results(cfg: Config | None, results: Path | None, *, must_exist: bool = Tru
     return folder
 
 
-def _prices(cfg: Config | None):
+def _prices(cfg: Config | None) -> PriceTable:
     from persona.report.cost import PriceTable
 
     return PriceTable(cfg.prices if cfg else None)
@@ -139,7 +144,7 @@ def export(
                    "do not run them as formulas (mmb compare reads them back exactly)", err=True)
 
 
-def _counter(cfg: Config | None):
+def _counter(cfg: Config | None) -> TokenCounter:
     from persona.tokens import TokenCounter
 
     return TokenCounter(cfg.compaction.encoding) if cfg else TokenCounter()
@@ -168,7 +173,7 @@ def compare(
         raise typer.Exit(EXIT_GATE)
 
 
-def _side(spec: str, cfg: Config | None, results: Path | None):
+def _side(spec: str, cfg: Config | None, results: Path | None) -> Side:
     """A run id of the results folder, or an export file holding one run."""
     from persona.report.catalog import run_folders
     from persona.report.compare import Side

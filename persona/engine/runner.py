@@ -30,7 +30,7 @@ from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
-from persona.report.cost import PriceTable
+from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
@@ -233,7 +233,8 @@ class Runner:
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
-                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
+                       + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 

@@ -46,24 +46,24 @@ class PriceTable:
     def price(self, model: str) -> ModelPrice | None:
         return next((self.prices[n] for n in _candidates(model) if n in self.prices), None)
 
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> Cost:
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
+             checks: int = 0) -> Cost:
+        """`cached_tokens`: the part of the prompt tokens the provider served from its cache."""
         price = self.price(model)
         if price is None:
-            return Cost(model, None)
+            return Cost(model, None, checks=checks)
         cached_rate = price.input if price.cached_input is None else price.cached_input
         usd = ((prompt_tokens - cached_tokens) * price.input + cached_tokens * cached_rate
                + completion_tokens * price.output) / 1e6
-        return Cost(model, usd, price)
+        return Cost(model, usd, price, checks)
 
     def run_cost(self, state: RunState) -> Cost:
         """The persona's tokens of the run at its model's price. Prompt-cache hits are not counted yet: an upper bound."""
         usage = state.usage
-        cost = self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens)
-        cost.checks = len(state.evaluations)
-        return cost
+        return self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens, checks=len(state.evaluations))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cost:
     model: str
     usd: float | None  # None: the model has no price
