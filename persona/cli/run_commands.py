@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -27,6 +27,9 @@ from persona.cli.common import (
 )
 from persona.config import load_config
 from persona.errors import InputError, RunError
+
+if TYPE_CHECKING:  # the runner imports Playwright: only when a run is due
+    from persona.engine.runner import RunOutcome
 
 
 def run(
@@ -85,7 +88,7 @@ def run(
     _gate(outcomes, fail_under if fail_under is not None else cfg.fail_under)
 
 
-def _gate(outcomes: list, threshold: float | None) -> None:
+def _gate(outcomes: list[RunOutcome], threshold: float | None) -> None:
     """--fail-under: exit 3 when a run's mean is below the threshold; a run with no check graded fails it too."""
     if threshold is None:
         return
