@@ -32,6 +32,7 @@ from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
+from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry_once, mean
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
@@ -141,12 +142,14 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 
 class Runner:
     def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
-                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None):
+                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None,
+                 entries_dir: Path | None = None):
         self.config = config
         self.print = print_line
         self.store_factory = store_factory  # dry runs pass a store that skips durability
         self.progress = progress or QuietProgress()
-        self.planned: dict[str, int] = {}  # checks per benchmark folder, for the leaderboard
+        self.prices = PriceTable(config.prices)
+        self.entries_dir = entries_dir or config.results_path()  # where report.md gets each run's entry
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
         async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
@@ -184,7 +187,6 @@ class Runner:
                 _check_resumable(plan.bench, state)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
-            self.planned[plan.bench.root.name] = len(plan.bench.checks)
             if state.ends > state.reported_ends:  # killed at its last end, before every output was written
                 path, pages = await self._report(plan, store, state)
                 self.print(f"[{plan.run.id}] wrote what its last end ({state.status}) had left unwritten: "
@@ -193,6 +195,7 @@ class Runner:
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
+            state.phase_count, state.checks_planned = len(plan.bench.phases), len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state)
@@ -240,7 +243,8 @@ class Runner:
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
-                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
+                       + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 
@@ -248,11 +252,11 @@ class Runner:
         """The outputs of the run's last end, each written once: its report.md entry, report.html and the
         leaderboard. A kill before all are written leaves `reported_ends` behind `ends`: the next start
         of the run, or `mmb report`, completes them."""
-        results = self.config.results_path()
-        path, _ = append_entry_once(results, plan.bench, state)
+        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices)
         crash_point("report.appended")
         pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
-            publish_run, plan.folder, state, plan.bench, results, dict(self.planned), TokenCounter(self.config.compaction.encoding))
+            publish_run, plan.folder, state, plan.bench, self.config.results_path(),
+            TokenCounter(self.config.compaction.encoding), self.prices)
         if pages:  # else publish_run logged why; the next start tries again
             state.reported_ends = state.ends
             store.save(state)

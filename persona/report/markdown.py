@@ -14,12 +14,14 @@ import re
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState
 
-__all__ = ["REPORT_FILE", "append_entry_once", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
+REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
 
 
 def duration(seconds: float) -> str:
@@ -99,7 +101,7 @@ def end_marker(state: RunState) -> str:
     return f'[mmb-end]: # "{state.run_id} {state.ends}"'
 
 
-def render_entry(bench: Benchmark, state: RunState) -> str:
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
@@ -122,6 +124,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
             "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
     ]
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
@@ -137,7 +140,8 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
     return "\n".join(lines) + "\n"
 
 
-def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState) -> tuple[Path, bool]:
+def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState,
+                      prices: PriceTable | None = None) -> tuple[Path, bool]:
     """The entry of the run's last end, appended unless report.md has it already; True when appended.
     Under an exclusive lock: parallel runs finishing together don't interleave."""
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -148,8 +152,8 @@ def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState) -> t
         if end_marker(state) in f.read().split("\n"):  # a whole line: agent text never starts one
             return path, False
         if f.tell() == 0:
-            f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
-        f.write("\n" + render_entry(bench, state))
+            f.write(REPORT_HEADER)
+        f.write("\n" + render_entry(bench, state, prices))
         f.flush()
         os.fsync(f.fileno())
     return path, True
