@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+REPLACEMENT = "\ufffd"
+# C0 controls but tab and line breaks (NUL, ESC...), DEL and C1 (an 8-bit CSI drives some terminals).
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> tuple[str, int]:
+    """Text scraped from a page, safe to store and show, and how many characters were replaced by U+FFFD:
+    lone UTF-16 surrogates (a page's half emoji: JSON and UTF-8 cannot carry them) and control characters."""
+    fixed = 0
+    if _SURROGATES.search(text):  # a pair split into two code points is joined; a lone half is replaced
+        joined = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        fixed, text = joined.count(REPLACEMENT) - text.count(REPLACEMENT), joined
+    text, controls = _CONTROLS.subn(REPLACEMENT, text)
+    return text, fixed + controls
+
 
 @dataclass
 class Reply:
-    """The agent's answer to one message: one or more bubbles, complete."""
+    """The agent's answer to one message: one or more bubbles, complete. Whatever a driver scraped is
+    made `storable` here, at the boundary; `repaired` counts the characters replaced."""
 
     bubbles: list[str]
     signal: str = ""  # which completion signals fired, e.g. "busy-gone+done+stable(150ms)" (see reply_watch)
     seconds: float = 0.0  # from send to complete
     notices: list[str] = field(default_factory=list)  # UI notices seen meanwhile (e.g. "context compacted")
+    repaired: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        bubbles, notices = [storable(b) for b in self.bubbles], [storable(n) for n in self.notices]
+        self.bubbles, self.notices = [b for b, _ in bubbles], [n for n, _ in notices]
+        self.repaired = sum(n for _, n in bubbles + notices)
 
     @property
     def text(self) -> str:

@@ -24,7 +24,7 @@ from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited,
 from .profile import Profile
 from .reply_watch import PLAIN_TEXT_JS, ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
-from .url_secrets import expand, fragment, without_fragment
+from .url_secrets import ChatUrl, fragment, without_fragment
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,12 @@ class PlaywrightDriver(ChatDriver):
         if not self.base_url:
             raise DriverError(f"profile {profile.name!r} needs a chat URL (agent.url in config.jsonc)")
         try:
-            self._open_url, url_secrets = expand(self.base_url)
+            self._url = ChatUrl(self.base_url)
         except ValueError as e:
             raise DriverError(f"profile {profile.name!r}: {e}") from None
+        self._open_url = self._url.opened
         self.artifacts = artifacts
-        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=(*secrets, *url_secrets))
+        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=(*secrets, *self._url.secrets))
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
         self._crashed = False
@@ -114,7 +115,8 @@ class PlaywrightDriver(ChatDriver):
             if self._sel.dismiss:  # Playwright clicks it away before any action it would block
                 await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
             self.page.on("crash", self._on_crash)
-        url, shown = self._address(self._open_url, session_url), self._address(self.base_url, session_url)
+        url = self._address(self._open_url, self._url.reopen(session_url) if session_url else None)
+        shown = self.shown(self._address(self.base_url, session_url))
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
         except PlaywrightError as e:
@@ -162,12 +164,22 @@ class PlaywrightDriver(ChatDriver):
 
     @property
     def session_url(self) -> str | None:
-        """The chat's address, relative to the base URL when under it (ports change across restarts)."""
+        """The chat's address, relative to the base URL when under it (ports change across restarts),
+        with the URL's secrets as their `${NAME}` placeholders."""
         if self.page is None:
             return None
         url = self.page.url
         base = without_fragment(self._open_url).rstrip("/")
-        return url[len(base):] or "/" if url.startswith(base) else url
+        return self.shown(url[len(base):] or "/" if url.startswith(base) else url)
+
+    @property
+    def url_secrets(self) -> tuple[str, ...]:
+        """The values the chat URL's `${NAME}` placeholders stand for, in every form a URL may hold them."""
+        return self._url.secrets
+
+    def shown(self, text: str) -> str:
+        """A URL, or a message naming one, as it may be shown or saved: secrets as `${NAME}`."""
+        return self._url.hide(text)
 
     # -- sending and replies -------------------------------------------------------------------
 
@@ -218,7 +230,9 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"no complete reply ({step}): {outcome.describe()}", ReplyTimeout)
         if outcome.error is not None:
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
-        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        # A page knows the token it was opened with and may echo it: it is kept as its placeholder.
+        reply = Reply(bubbles=[self.shown(b) for b in outcome.bubbles], signal=outcome.signal,
+                      notices=[self.shown(n) for n in outcome.notices])
         if self._rate_limited(reply.text):
             raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
         log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
@@ -301,7 +315,7 @@ class PlaywrightDriver(ChatDriver):
                     if self._sel.new_chat_confirm:
                         await self._click(self._sel.new_chat_confirm, "new chat confirmation")
                 elif mode == "url":
-                    await page.goto(self._address(self._open_url, self.profile.new_session_url))
+                    await page.goto(self._address(self._open_url, self._url.reopen(self.profile.new_session_url or "")))
                 else:
                     await page.reload()
                 sign = await self._verify_reset(mode, old_url, before)
@@ -370,7 +384,7 @@ class PlaywrightDriver(ChatDriver):
         await self._wait_ready()
         signs = [f"no messages left ({before} before)"]
         if page.url != old_url:
-            signs.insert(0, f"url changed {old_url} -> {page.url}")
+            signs.insert(0, f"url changed {self.shown(old_url)} -> {self.shown(page.url)}")
         if sent > 1:
             signs.append(f"sent {sent} times: the UI had left it in the input")
         return "; ".join(signs)
@@ -468,5 +482,6 @@ class PlaywrightDriver(ChatDriver):
                 await self.page.screenshot(path=str(shot), full_page=True)
             except PlaywrightError:
                 shot = None
+        message = self.shown(message)  # Playwright's own messages name the page's URL
         log.warning("%s", message)
         return kind(message, screenshot=shot)

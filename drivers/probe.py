@@ -171,7 +171,7 @@ async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = N
     page = driver.page
     if page is None:
         return report
-    report.url, report.title = page.url, await page.title()
+    report.url, report.title = driver.shown(page.url), await page.title()
     report.user_agent = await page.evaluate("navigator.userAgent")
     report.checks = await check_selectors(page, driver.profile)
     report.screenshot = out_dir / f"probe-{driver.profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.png"

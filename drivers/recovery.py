@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from .settings import Strict
 
 _WAIT = re.compile(r"\b(?:in|after|wait|for)\s+(?:about\s+|another\s+)?(\d+(?:[.,]\d+)?)\s*"
                    r"(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b", re.IGNORECASE)
 
 
-class Recovery(BaseModel):
+class Recovery(Strict):
     """config.jsonc `agent.recovery`: how hard to try before a run stops on a sick chat."""
-
-    model_config = ConfigDict(extra="forbid")
 
     attempts: int = Field(4, ge=1, description="Tries per message, chat opening or new chat")
     backoff_s: float = Field(2.0, ge=0, description="Wait before the 2nd try; doubles with each further one")

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import tiktoken
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from drivers.files import PathText
 from drivers.recovery import Recovery
-from drivers.settings import BrowserConfig
+from drivers.settings import BrowserConfig, Strict
 from persona.errors import InputError, Problem
 from persona.jsonc import line_of, load_jsonc, pydantic_problems
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+RUN_ID_MAX = 64  # results/<id>/ must be a folder name any file system takes
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class PersonaConfig(Strict):
@@ -26,11 +27,12 @@ class PersonaConfig(Strict):
     kind: Literal["scripted", "openai"] = "scripted"
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")
     model: str = "gpt-4o-mini"
-    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key (never the key)")
-    temperature: float = 0.7
-    timeout_s: float = 120.0
-    max_retries: int = 6
-    max_steps: int = Field(20000, description="Persona model calls per run before it is stopped as runaway")
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=ENV_NAME_PATTERN,
+                             description="Environment variable holding the key (never the key)")
+    temperature: float = Field(0.7, ge=0, le=2)
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one model call may take")
+    max_retries: int = Field(6, ge=0, description="Retries of a call that failed for a passing reason (429, 5xx, timeout)")
+    max_steps: int = Field(20000, ge=1, description="Persona model calls per run before it is stopped as runaway")
     max_failed_turns: int = Field(8, ge=1, description="Turns in a row that do nothing (empty, or only failing "
                                   "tool calls) before the run stops")
 
@@ -42,7 +44,14 @@ class PersonaConfig(Strict):
 class CompactionConfig(Strict):
     max_tokens: int = Field(30000, gt=0)
     trim_to_tokens: int = Field(10000, gt=0)
-    encoding: str = "o200k_base"
+    encoding: str = Field("o200k_base", description="The tiktoken encoding that counts the persona's tokens")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, name: str) -> str:
+        if name not in tiktoken.list_encoding_names():
+            raise ValueError(f"unknown tiktoken encoding {name[:80]!r} (known: {', '.join(tiktoken.list_encoding_names())})")
+        return name
 
     @model_validator(mode="after")
     def _trim_below_max(self) -> CompactionConfig:
@@ -73,8 +82,8 @@ class ModelPrice(Strict):
 
 
 class RunConfig(Strict):
-    id: str = Field(..., pattern=RUN_ID_PATTERN)
-    benchmark: str
+    id: str = Field(..., pattern=RUN_ID_PATTERN, max_length=RUN_ID_MAX, description="Names the folder results/<id>/")
+    benchmark: PathText = Field(..., min_length=1, description="The benchmark folder, relative to this file")
     agent: AgentConfig = AgentConfig()
     persona: PersonaConfig | None = Field(None, description="Overrides the engine's persona for this run")
 
@@ -88,7 +97,7 @@ class Config(Strict):
     persona: PersonaConfig = PersonaConfig()
     compaction: CompactionConfig = CompactionConfig()
     browser: BrowserConfig = BrowserConfig()
-    results_dir: str = "results"
+    results_dir: PathText = Field("results", min_length=1, description="Where each run's folder and report.md go")
     parallel: int = Field(2, ge=1, description="Runs played at the same time, one browser context each")
     prices: dict[str, ModelPrice] = Field({}, description="Model name -> price; overrides and extends the table "
                                           "shipped with the tool (persona/report/prices.json)")
@@ -137,6 +146,18 @@ def load_config(path: Path) -> Config:
         if run.id in seen:
             problems.append(config.problem(("runs", i, "id"), f"run id {run.id!r} repeats run {seen[run.id]}"))
         seen[run.id] = i
+    if trouble := _unwritable(config.results_path()):
+        problems.append(config.problem(("results_dir",), f"results_dir: {trouble}"))
     if problems:
         raise InputError(problems)
     return config
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why results_dir cannot be (made) a folder we write in: the nearest existing path decides."""
+    existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+    if not os.path.isdir(existing):
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None

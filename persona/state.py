@@ -135,6 +135,8 @@ class RunState(BaseModel):
     persona_model: str
     status: Status = "new"
     error: str | None = None
+    ends: int = 0  # times this run ended (finished, failed, interrupted), each with a report.md entry
+    reported_ends: int = 0  # ends whose outputs (report.md entry, report.html, leaderboard) are all written
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
     active_seconds: float = 0.0  # summed over restarts
@@ -155,6 +157,7 @@ class RunState(BaseModel):
     sessions: list[AgentSession] = []
     evaluations: list[Evaluation] = []
     agent_notices: list[AgentNotice] = []
+    repaired_chars: int = 0  # characters of the agent's replies that could not be stored, as U+FFFD (drivers.base.storable)
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short

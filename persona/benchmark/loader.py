@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from drivers.files import PathText
 from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
 from persona.benchmark.js_check import PhasePlay, play_scripts
 from persona.benchmark.js_sandbox import compile_check
@@ -30,10 +31,10 @@ class Manifest(BaseModel):
     title: str = Field("", description="Shown in reports")
     language: str = Field("en", description="Language the persona writes in: en, ru, ...")
     description: str = Field("", description="What the benchmark measures, for people choosing one")
-    chapters: list[str] = Field(..., min_length=1, description="Chapter files in play order; each '## ' section is a phase")
-    fact_files: list[str] = Field([], description="Fact files besides the profile, e.g. family.md")
-    instructions: str = Field("instructions.md", description="Appended to the persona's system prompt under 'Your scenario'")
-    profile: str = Field("profile.md", description="Fact file always in the persona's context")
+    chapters: list[PathText] = Field(..., min_length=1, description="Chapter files in play order; each '## ' section is a phase")
+    fact_files: list[PathText] = Field([], description="Fact files besides the profile, e.g. family.md")
+    instructions: PathText = Field("instructions.md", description="Appended to the persona's system prompt under 'Your scenario'")
+    profile: PathText = Field("profile.md", description="Fact file always in the persona's context")
 
 
 class Benchmark(BaseModel):
@@ -80,7 +81,11 @@ def _rel(root: Path, path: Path) -> str:
 
 def _load_manifest(root: Path) -> tuple[Manifest, dict[JsonPath, int]]:
     path = root / MANIFEST
-    if not root.is_dir():
+    try:
+        found = root.is_dir()
+    except OSError as e:  # a name too long, a folder we may not enter
+        raise InputError.single(str(root)[:300], None, f"cannot open the benchmark folder: {e.strerror}") from None
+    if not found:
         raise InputError.single(root, None, "benchmark folder not found")
     data, lines = load_jsonc(path)
     if not isinstance(data, dict):

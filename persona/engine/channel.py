@@ -57,13 +57,16 @@ class AgentChannel:
         return await self.say(pending.text)
 
     def record(self, text: str, reply: Reply) -> None:
-        """Account for a reply in the state (no save: the caller saves it together with its message)."""
-        self.state.turn += 1
+        """Account for a reply in the state (no save: the caller saves it together with its message).
+        The transcript line comes first: if it cannot be written, the state still has the message pending
+        (a restart takes its reply from the chat) and counts no turn that the transcript lacks."""
         self.store.append_exchange(self.state, Exchange(
-            turn=self.state.turn, session=self.state.session, phase=self.state.phase, sent=text,
+            turn=self.state.turn + 1, session=self.state.session, phase=self.state.phase, sent=text,
             reply=reply.bubbles, signal=reply.signal, reply_seconds=round(reply.seconds, 3)))
+        self.state.turn += 1
         self.state.agent_notices += [AgentNotice(turn=self.state.turn, session=self.state.session, text=n)
                                      for n in reply.notices]
+        self.state.repaired_chars += reply.repaired
         if self.state.sessions:
             self.state.sessions[-1].url = self.driver.session_url
         self.state.pending = None

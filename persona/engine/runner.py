@@ -22,8 +22,10 @@ from drivers.profile import Profile
 from drivers.registry import build_profile, needs_browser
 from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
+from drivers.url_secrets import ChatUrl
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, PersonaConfig, RunConfig
+from persona.crashpoints import crash_point
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
@@ -31,10 +33,10 @@ from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.cost import PriceTable, money
-from persona.report.markdown import append_entry, mean, render_entry
+from persona.report.markdown import append_entry_once, mean
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
-from persona.secrets import RedactingFilter, known_secrets, redact
+from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 
@@ -88,6 +90,11 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
             continue
         if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        elif profile is not None and (url := run.agent.url or profile.url):
+            try:
+                ChatUrl(url)
+            except ValueError as e:
+                problems.append(config.problem(("runs", i, "agent", "url"), f"run {run.id}: {e}"))
         login = None
         if run.agent.auth:
             try:
@@ -180,6 +187,10 @@ class Runner:
                 _check_resumable(plan.bench, state)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
+            if state.ends > state.reported_ends:  # killed at its last end, before every output was written
+                path, pages = await self._report(plan, store, state)
+                self.print(f"[{plan.run.id}] wrote what its last end ({state.status}) had left unwritten: "
+                           f"report: {path}" + (f", {pages[0]}" if pages else ""))
             if state.status == "finished":
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
@@ -222,14 +233,13 @@ class Runner:
             log.exception("run %s crashed", plan.run.id)
             state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
         finally:
+            state.ends += 1
             store.save(state)
+            crash_point("run.ended")
             await self._close(driver, failed)
             await model.aclose()
-            path = append_entry(self.entries_dir, render_entry(plan.bench, state, self.prices))
             self.progress.end(state)
-            pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
-                publish_run, plan.folder, state, plan.bench, self.config.results_path(),
-                TokenCounter(self.config.compaction.encoding), self.prices)
+            path, pages = await self._report(plan, store, state)
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
@@ -237,6 +247,20 @@ class Runner:
                        + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
+
+    async def _report(self, plan: RunPlan, store: RunStore, state: RunState) -> tuple[Path, list[Path]]:
+        """The outputs of the run's last end, each written once: its report.md entry, report.html and the
+        leaderboard. A kill before all are written leaves `reported_ends` behind `ends`: the next start
+        of the run, or `mmb report`, completes them."""
+        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices)
+        crash_point("report.appended")
+        pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
+            publish_run, plan.folder, state, plan.bench, self.config.results_path(),
+            TokenCounter(self.config.compaction.encoding), self.prices)
+        if pages:  # else publish_run logged why; the next start tries again
+            state.reported_ends = state.ends
+            store.save(state)
+        return path, pages
 
     async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
                       on_event: Callable[[str], None]) -> ChatDriver:
@@ -248,9 +272,12 @@ class Runner:
 
         async def build() -> ChatDriver:  # again when a crash took the context down
             chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
-            return PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
-                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
-                                    secrets=(*chat.secrets, *known_secrets()))
+            driver = PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
+                                      trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
+                                      secrets=(*chat.secrets, *known_secrets()))
+            for value in driver.url_secrets:  # masked wherever an error or log line might still quote it
+                register_secret(value)
+            return driver
 
         return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
 
@@ -280,7 +307,7 @@ def _check_resumable(bench: Benchmark, state: RunState) -> None:
 
 def _note(state: RunState, text: str) -> None:
     """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
-    state.log.append(f"turn {state.turn}: {text}"[:500])
+    state.log.append(redact(f"turn {state.turn}: {text}")[:500])
 
 
 class _RunFilter(logging.Filter):

@@ -1,17 +1,24 @@
-"""results/report.md: one entry appended at the end of every run, finished, failed or interrupted."""
+"""results/report.md: one entry appended at the end of every run, finished, failed or interrupted.
+
+Text from the agent (its answers, notices, acknowledgements, errors quoting it) and from the grader is
+hostile: in an entry it is inert in any Markdown viewer, HTML allowed or not, and cannot pass for the
+report's own structure. A long text goes in a fenced code block inside a block quote (every raw line
+starts with `>`, no fence inside can close it); a short one goes on one line in a code span.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
 from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
-from persona.state import RunState, now
+from persona.state import RunState
 
-__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
 REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
@@ -24,8 +31,26 @@ def duration(seconds: float) -> str:
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line.strip() else ">" for line in (text.strip() or "(empty)").splitlines())
+def _fence_for(text: str, at_least: int) -> str:
+    """Backticks one more than the longest run in `text`: nothing in it can close them."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(at_least, longest + 1)
+
+
+def quote_block(text: str) -> str:
+    """Untrusted text, shown verbatim: a fenced code block inside a block quote."""
+    lines = text.strip().splitlines() or ["(empty)"]  # every line break Python knows, \r and U+2028 too
+    fence = _fence_for(text, 3)
+    return "\n".join([f"> {fence}text", *(f"> {line}" for line in lines), f"> {fence}"])
+
+
+def quote_inline(text: str) -> str:
+    """Untrusted text on one line, as a code span: whitespace (line breaks too) collapsed, shown verbatim."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "(empty)"
+    fence = _fence_for(flat, 1)
+    return f"{fence} {flat} {fence}"  # the spaces keep a leading or trailing backtick out of the fence
 
 
 def phase_title(bench: Benchmark, phase: int) -> str:
@@ -58,25 +83,32 @@ def _coverage(bench: Benchmark, state: RunState) -> str:
 def _agent_compactions(state: RunState) -> str:
     if not state.agent_notices:
         return "none seen in the chat UI"
-    shown = [f"turn {n.turn} (session {n.session}): {n.text[:120]!r}" for n in state.agent_notices[:20]]
+    shown = [f"turn {n.turn} (session {n.session}): {quote_inline(n.text[:120])}" for n in state.agent_notices[:20]]
     return f"{len(state.agent_notices)} — " + "; ".join(shown)
 
 
 def _sessions(state: RunState) -> str:
     parts = []
     for s in state.sessions:
-        how = f" ({s.reset_sign})" if s.reset_sign else ""
+        how = f" ({quote_inline(s.reset_sign)})" if s.reset_sign else ""
         parts.append(f"{s.index}: {s.reason} at turn {s.started_turn}{how}")
     return "; ".join(parts) or "none"
+
+
+def end_marker(state: RunState) -> str:
+    """The entry's invisible mark (a link reference definition: no viewer shows it), naming the run's end it
+    reports, so an entry is appended once however often a kill interrupts the writing of the outputs."""
+    return f'[mmb-end]: # "{state.run_id} {state.ends}"'
 
 
 def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
-    status = state.status + (f": {state.error}" if state.error else "")
+    status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
     usage = state.usage
-    lines = [
-        f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}",
+    lines = [  # the time of the run's end, saved with it: an entry written after a restart keeps it
+        f"## {state.updated_at:%Y-%m-%d %H:%M} UTC — {state.run_id}: {bench.title} @ {state.driver}",
+        end_marker(state),
         "",
         f"- **Status:** {status}",
         f"- **Mean score:** {f'{avg:.2f} / 10' if avg is not None else 'n/a'} over {len(evs)} graded checks",
@@ -88,6 +120,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"{state.turn} messages to the agent",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
+        *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
+            "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
         f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
@@ -101,20 +135,25 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
             lines += [
                 "", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry}",
                 f"- **Question:** {e.question}", f"- **Expected:** {e.expected}", "- **Agent:**", "",
-                _quote(e.answer), "", f"- **Grader:** {e.comment}",
+                quote_block(e.answer), "", f"- **Grader:** {quote_inline(e.comment)}",
             ]
     return "\n".join(lines) + "\n"
 
 
-def append_entry(results_dir: Path, entry: str) -> Path:
-    """Append under an exclusive lock: parallel runs finishing together don't interleave."""
+def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState,
+                      prices: PriceTable | None = None) -> tuple[Path, bool]:
+    """The entry of the run's last end, appended unless report.md has it already; True when appended.
+    Under an exclusive lock: parallel runs finishing together don't interleave."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / REPORT_FILE
-    with open(path, "a", encoding="utf-8") as f:
+    with open(path, "a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        if end_marker(state) in f.read().split("\n"):  # a whole line: agent text never starts one
+            return path, False
         if f.tell() == 0:
             f.write(REPORT_HEADER)
-        f.write("\n" + entry)
+        f.write("\n" + render_entry(bench, state, prices))
         f.flush()
         os.fsync(f.fileno())
-    return path
+    return path, True
