@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, demo_run, mmb
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
 pytestmark = [pytest.mark.usefixtures("chromium"), pytest.mark.timeout(900)]
@@ -120,7 +120,7 @@ def test_parallel_runs_use_their_own_contexts(write_config, tmp_path):
 
 def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write_config, tmp_path):
     secret = "sk-test-do-not-leak-1234567890"
-    with OpenAICompatServer(scripted_responder("en")) as server:
+    with QuirkServer(scripted_responder("en")) as server:
         persona = {"kind": "openai", "base_url": server.base_url, "model": "test-model", "api_key_env": "MMB_TEST_KEY"}
         config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
         done = mmb("run", "-c", str(config), env={"MMB_TEST_KEY": secret})

@@ -23,7 +23,7 @@ from persona.engine.scripted import ScriptedPersona
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 # No digits but 10: the rule grader looks for the expected numbers, and this agent knows none.
 PAYLOADS = [
@@ -109,7 +109,7 @@ def test_the_scripted_persona_is_not_gamed(tmp_path, honest_but_clueless):
 
 
 def test_an_llm_persona_gets_the_agents_words_only_as_fenced_data(tmp_path, honest_but_clueless):
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         cfg = PersonaConfig(kind="openai", base_url=server.base_url, model="m", api_key_env="MMB_TEST_UNSET_KEY")
         state = play_against(ScriptedAgent(PAYLOADS), OpenAIPersona(cfg), tmp_path)
     assert_not_gamed(state, honest_but_clueless)

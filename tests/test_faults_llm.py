@@ -14,14 +14,14 @@ from persona.engine.llm import OpenAIPersona
 from persona.engine.loop import EMPTY_TURN_NUDGE
 from persona.errors import RunError
 from tests.conftest import DEMO_BENCH
-from tests.support.openai_server import OpenAICompatServer, Responder, scripted_responder
+from tests.support.quirk_server import QuirkServer, Responder, scripted_responder
 from tests.support.play import play, scores
 
 HELLO = [{"role": "user", "content": "hi"}]
 SAY = {"content": "Hello there"}
 
 
-def complete(server: OpenAICompatServer, **cfg: Any) -> tuple[str | None, list[float]]:
+def complete(server: QuirkServer, **cfg: Any) -> tuple[str | None, list[float]]:
     """One persona turn through the real client; returns its text and the backoff waits it took."""
     waits: list[float] = []
 
@@ -44,7 +44,7 @@ def complete(server: OpenAICompatServer, **cfg: Any) -> tuple[str | None, list[f
     [429, 500], [502, 503, 504], ["garbage"], ["html"], ["drop"], [408, 409],
 ], ids=lambda f: "+".join(map(str, f)))
 def test_transient_failures_are_retried_with_growing_backoff(faults):
-    with OpenAICompatServer(lambda m, t: SAY) as server:
+    with QuirkServer(lambda m, t: SAY) as server:
         server.faults = list(faults)
         text, waits = complete(server)
     assert text == "Hello there" and len(server.requests) == len(faults) + 1
@@ -53,21 +53,21 @@ def test_transient_failures_are_retried_with_growing_backoff(faults):
 
 
 def test_retry_after_is_honoured():
-    with OpenAICompatServer(lambda m, t: SAY) as server:
+    with QuirkServer(lambda m, t: SAY) as server:
         server.faults = [{"status": 429, "retry_after": 7}]
         text, waits = complete(server)
     assert text == "Hello there" and waits == [7.0]
 
 
 def test_a_hanging_response_times_out_and_is_retried():
-    with OpenAICompatServer(lambda m, t: SAY) as server:
+    with QuirkServer(lambda m, t: SAY) as server:
         server.faults = ["hang", "hang"]
         text, waits = complete(server, timeout_s=0.5)
     assert text == "Hello there" and len(waits) == 2
 
 
 def test_retries_have_a_limit():
-    with OpenAICompatServer(lambda m, t: SAY) as server:
+    with QuirkServer(lambda m, t: SAY) as server:
         server.faults = [500] * 10
         with pytest.raises(RunError, match=r"failed 3 times, last: HTTP 500: .*injected 500"):
             complete(server, max_retries=2)
@@ -77,7 +77,7 @@ def test_retries_have_a_limit():
 @pytest.mark.parametrize("status, hint", [(400, "refused the request"), (404, "check persona.base_url"),
                                           (401, "persona.api_key_env")])
 def test_permanent_errors_stop_at_once_with_the_endpoints_message(status, hint):
-    with OpenAICompatServer(lambda m, t: SAY) as server:
+    with QuirkServer(lambda m, t: SAY) as server:
         server.faults = [{"status": status, "message": "context length exceeded"}]
         with pytest.raises(RunError, match=hint) as err:
             complete(server)
@@ -88,7 +88,7 @@ def test_permanent_errors_stop_at_once_with_the_endpoints_message(status, hint):
 def test_an_endpoint_echoing_the_key_does_not_get_it_into_the_error(monkeypatch):
     key = "sk-echo-me-0123456789abcdef"
     monkeypatch.setenv("MMB_TEST_ECHO_KEY", key)
-    with OpenAICompatServer(lambda m, t: SAY) as server:
+    with QuirkServer(lambda m, t: SAY) as server:
         server.faults = [{"status": 401, "message": f"Incorrect API key provided: {key}"}]
         with pytest.raises(RunError) as err:
             complete(server, api_key_env="MMB_TEST_ECHO_KEY")
@@ -127,7 +127,7 @@ def injecting(responder: Responder, every: int, bad: list[dict[str, Any]]) -> Re
     return respond
 
 
-def openai_persona(server: OpenAICompatServer, **more: Any) -> dict[str, Any]:
+def openai_persona(server: QuirkServer, **more: Any) -> dict[str, Any]:
     return {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_UNSET_KEY", **more}
 
 
@@ -140,7 +140,7 @@ def reference(tmp_path_factory) -> list:
 
 
 def test_bad_turns_go_back_to_the_model_as_errors_and_the_run_ends_the_same(tmp_path, reference):
-    with OpenAICompatServer(injecting(scripted_responder(), every=3, bad=BAD_TURNS)) as server:
+    with QuirkServer(injecting(scripted_responder(), every=3, bad=BAD_TURNS)) as server:
         server.faults = [500, "garbage"]
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server))
     assert outcome.status == "finished", state.error
@@ -167,7 +167,7 @@ def test_repeated_tool_call_ids_are_made_unique(tmp_path, reference):
             call["id"] = "call_0"
         return answer
 
-    with OpenAICompatServer(same_ids) as server:
+    with QuirkServer(same_ids) as server:
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server))
     assert outcome.status == "finished", state.error
     assert scores(state) == reference
@@ -187,7 +187,7 @@ def test_a_model_that_keeps_failing_stops_the_run_and_it_resumes_later(tmp_path,
         in_phase_two = any("(2 of " in (m.get("content") or "") for m in messages if m["role"] == "tool")
         return broken(messages, tools) if in_phase_two else good(messages, tools)
 
-    with OpenAICompatServer(fails_in_phase_two) as server:
+    with QuirkServer(fails_in_phase_two) as server:
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server, max_failed_turns=4))
     assert outcome.status == "failed"
     assert "4 turns in a row that did nothing" in state.error and "not valid JSON" in state.error
@@ -195,7 +195,7 @@ def test_a_model_that_keeps_failing_stops_the_run_and_it_resumes_later(tmp_path,
     told_before = [e.check_id for e in state.evaluations]
 
     clean = injecting(scripted_responder(), every=10**9, bad=[])  # hides the failed turns, like a model moving on
-    with OpenAICompatServer(clean) as server:
+    with QuirkServer(clean) as server:
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=openai_persona(server, max_failed_turns=4))
     assert outcome.status == "finished", state.error
     assert scores(state) == reference and [e.check_id for e in state.evaluations][:len(told_before)] == told_before

@@ -14,7 +14,7 @@ import pytest
 from demo_agent.faults import ENV as DEMO_FAULTS_ENV
 from drivers.trace_scrub import REDACTED
 from tests.conftest import mmb
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
@@ -48,7 +48,7 @@ def everything_written(folder: Path) -> dict[str, bytes]:
 def test_no_key_cookie_or_storage_in_results_with_traces_on(write_bench, write_config, tmp_path):
     bench = write_bench(TINY)
     echoing = {"status": 500, "message": f"upstream said: bad key {KEY}"}
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         server.faults = [echoing]
         persona = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_SECRET_KEY"}
         run = {"id": "s", "benchmark": str(bench), "agent": {"driver": "demo"}}
