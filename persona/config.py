@@ -19,6 +19,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Prices(Strict):
+    """What the persona model costs, in USD per million tokens (your provider's price list)."""
+
+    input: float = Field(..., ge=0, description="Prompt tokens not read from the provider's cache")
+    cached_input: float | None = Field(None, ge=0, description="Prompt tokens read from the cache (default: as input)")
+    output: float = Field(..., ge=0, description="Completion tokens")
+
+    def cost(self, prompt: int, cached: int, completion: int) -> float:
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((prompt - cached) * self.input + cached * cached_price + completion * self.output) / 1e6
+
+
 class PersonaConfig(Strict):
     """Who plays the persona: the offline scripted persona, or an LLM behind chat completions."""
 
@@ -27,11 +39,24 @@ class PersonaConfig(Strict):
     model: str = "gpt-4o-mini"
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key (never the key)")
     temperature: float = 0.7
-    timeout_s: float = 120.0
-    max_retries: int = 6
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one request may take (the openai client's timeout)")
+    max_retries: int = Field(6, ge=0, description="Retries of a request on 408/409/429/5xx, timeouts and junk bodies, "
+                             "by the openai client with its own backoff (Retry-After honoured up to 120 s)")
     max_steps: int = Field(20000, description="Persona model calls per run before it is stopped as runaway")
     max_failed_turns: int = Field(8, ge=1, description="Turns in a row that do nothing (empty, or only failing "
                                   "tool calls) before the run stops")
+    stall_calls: int = Field(40, ge=1, description="Persona calls without progress (a fact told or changed, a check "
+                             "graded, a phase entered) before the run stops as `stalled`; raise it and rerun to go on")
+    budget_tokens: int | None = Field(25_000_000, ge=1, description="Persona tokens (in + out) per run before it "
+                                      "stops as `budget`; raise it and rerun to go on; null: no limit")
+    budget_usd: float | None = Field(30.0, gt=0, description="Persona cost per run (needs `prices`) before it stops "
+                                     "as `budget`; null: no limit")
+    prices: Prices | None = Field(None, description="USD per million tokens, for the report's cost and budget_usd")
+    tool_schema: Literal["auto", "strict", "plain"] = Field(
+        "auto", description="strict: OpenAI strict function schemas; plain: no `strict` and no "
+        "`additionalProperties` (Gemini's endpoint); auto: plain for Google's endpoint, strict elsewhere")
+    preflight: bool = Field(True, description="Before a run, check in a few cheap calls that the model answers, "
+                            "calls tools and reports usage (`mmb check` runs the same checks)")
 
     @property
     def label(self) -> str:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState, now
 
@@ -72,7 +73,6 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {state.error}" if state.error else "")
-    usage = state.usage
     lines = [
         f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}",
         "",
@@ -86,9 +86,15 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"{state.turn} messages to the agent",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
-        f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
-        f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Persona:** {usage_line(state)}",
+        f"- **Persona compactions:** {len(state.persona_compactions)}"
+        + "".join(f"\n  - {line}" for line in compaction_lines(state)),
     ]
+    if quirks := quirks_line(state):
+        lines.append(f"- **Persona turns repaired or cleaned (counted):** {quirks}")
+    if state.status in ("stalled", "budget"):
+        lines.append(f"- **Stopped as `{state.status}`:** the state is kept; raise the limit named above and run the "
+                     f"same command again to go on from here")
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
