@@ -78,7 +78,7 @@ def play_against(agent: ChatDriver, model: PersonaModel, folder: Path) -> RunSta
     state = RunState(run_id="g", benchmark="demo", driver=agent.name, persona_model=model.label,
                      facts={n: f.model_copy(deep=True) for n, f in bench.fact_files.items()})
     loop = PersonaLoop(bench=bench, state=state, store=RunStore(folder), model=model, driver=agent,
-                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), max_steps=2000)
+                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), persona=PersonaConfig(max_steps=2000))
     asyncio.run(loop.run())
     return state
 

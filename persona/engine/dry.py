@@ -22,6 +22,7 @@ from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
+from persona.report.progress import Progress
 from persona.state import RunState, RunStore, now
 
 DRY_PREFIX = "dry-"
@@ -128,8 +129,10 @@ def step_budget(bench: Benchmark) -> int:
     return 10 * (facts + len(bench.checks) + edits + len(bench.phases)) + 200
 
 
-async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig) -> DryResult:
-    """Play one benchmark from scratch; the previous dry run of it is deleted first."""
+async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig,
+                  persona: PersonaConfig | None = None, progress: Progress | None = None) -> DryResult:
+    """Play one benchmark from scratch; the previous dry run of it is deleted first. `persona` puts
+    another persona against the oracle agent (the bench: the scripted one behind an HTTP endpoint)."""
     from persona.engine.runner import Runner, RunPlan  # the runner imports Playwright: only when a run is due
 
     bench = target.bench
@@ -139,9 +142,9 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
     run = RunConfig(id=folder.name, benchmark=str(bench.root), agent=AgentConfig(driver=ORACLE))
     # results_dir is the dry folder itself: its report.md is the dry run's own, never the real one.
     config = Config(runs=[run], compaction=compaction, results_dir=str(folder.resolve()))
-    persona = PersonaConfig(kind="scripted", max_steps=step_budget(bench))
+    persona = persona or PersonaConfig(kind="scripted", max_steps=step_budget(bench), budget_tokens=None)
     plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder)
-    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore).run_one(plan, None)
+    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore, progress=progress).run_one(plan, None)
     state = RunStore(folder).load()
     assert state is not None
     return DryResult(target, state, folder, _failures(bench, state))

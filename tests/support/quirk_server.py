@@ -99,8 +99,10 @@ class Served:
 
 class QuirkServer:
     def __init__(self, responder: Responder, *, profile: str = "openai", model: str = "test-model",
-                 chunk_delay_s: float = 0.0, encoding: str = "o200k_base", keep_requests: bool = True):
+                 chunk_delay_s: float = 0.0, encoding: str = "o200k_base", keep_requests: bool = True,
+                 usage: bool = True):
         self.responder = responder
+        self.usage = usage  # False: answers without a usage object, as some local servers send them
         self.profile = PROFILES[profile]
         self.model = model
         self.chunk_delay_s = chunk_delay_s
@@ -441,7 +443,10 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 self._stream(message)
             else:
-                self._send_json(200, _completion(owner.model, message, served, owner.profile.cache_rule))
+                completion = _completion(owner.model, message, served, owner.profile.cache_rule)
+                if not owner.usage:
+                    del completion["usage"]
+                self._send_json(200, completion)
 
         def _stream(self, message: dict[str, Any]) -> None:
             self.send_response(200)
@@ -469,15 +474,38 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def rewriting(respond: Responder, change: Callable[[dict[str, Any], int], dict[str, Any]]) -> Responder:
+    """`respond`, with each answer passed through change(answer, n), n counting the answers from 1: a
+    test scripts how a real model departs from the plan (reasoning, text beside calls, broken calls)."""
+    served = itertools.count(1)
+
+    def changed(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return change(respond(messages, tools), next(served))
+
+    return changed
+
+
+def instructed(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model doing what the last message asks, as the preflight asks it (engine/preflight.py)."""
+    last = messages[-1]
+    if last["role"] == "user" and "Call the tool facts_read" in (last.get("content") or ""):
+        return {"tool_calls": [{"name": "facts_read", "arguments": '{"file": "profile"}'}]}
+    return {"content": "Hello, nice to meet you!" if len(messages) <= 2 else "I'm 30."}
+
+
 def scripted_responder(language: str = "en") -> Responder:
-    """The scripted persona behind the HTTP API: the real OpenAI client path, deterministic answers."""
+    """The scripted persona behind the HTTP API: the real OpenAI client path, deterministic answers.
+    Before a run has a phase (the preflight's few calls), it does what it is asked."""
     import asyncio
 
+    from persona.engine.scenario import PHASE_HEADER
     from persona.engine.scripted import ScriptedPersona
 
     persona = ScriptedPersona(language)
 
     def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if not any(PHASE_HEADER in (m.get("content") or "") for m in messages):
+            return instructed(messages)
         turn = asyncio.run(persona.complete(messages, tools))
         return {"content": turn.content,
                 "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in turn.tool_calls]}
