@@ -160,6 +160,26 @@ def report(
         typer.echo(str(path))
 
 
+@app.command("check")
+def check_cmd(
+    config: ConfigOption = Path("config.jsonc"),
+    run_ids: Annotated[list[str] | None, typer.Option("--run", "-r", help="Only these run ids")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Check each run's persona model (a few cheap calls) and chat page (a probe) without playing."""
+    from persona.cli.browsing import check_runs
+    from persona.engine.runner import plan_runs
+
+    _console_logging(verbose)
+    try:
+        cfg = load_config(config)
+        plans = plan_runs(cfg, run_ids)
+    except InputError as e:
+        _fail(e)
+    if not asyncio.run(check_runs(cfg, plans, typer.echo)):
+        raise typer.Exit(1)
+
+
 @app.command("validate")
 def validate_cmd(
     benchmarks: Annotated[list[Path], typer.Argument(help="Benchmark folders")],
