@@ -26,6 +26,7 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 SCHEMA_VERSION = 1
 
 Status = Literal["new", "running", "finished", "failed", "interrupted", "stalled", "budget"]
+ORACLE_DRIVER = "oracle"  # the dry run's agent that knows every answer: its runs measure the benchmark, not an agent
 
 
 def now() -> datetime:
@@ -134,7 +135,6 @@ class Usage(BaseModel):
     counted: int = 0  # calls whose response had no usage: their tokens are our own tiktoken count
     retries: int = 0  # requests the openai client sent again (429, 5xx, timeouts, junk bodies)
     retry_causes: dict[str, int] = {}
-    cost_usd: float = 0.0  # at persona.prices, when given
     by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
 
     def add(self, phase: int, prompt: int, completion: int) -> None:
@@ -161,6 +161,8 @@ class RunState(BaseModel):
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
     active_seconds: float = 0.0  # summed over restarts
+    phase_count: int | None = None  # the benchmark's phases and checks when the run last started (None: an older state)
+    checks_planned: int | None = None
 
     phase: int = 0
     finished: bool = False
@@ -192,6 +194,10 @@ class RunState(BaseModel):
         if isinstance(value, list):  # a state saved before loads were timed: loaded before anything was said
             return {name: {"turn": 0, "step": -1} for name in value}
         return value
+
+    @property
+    def oracle(self) -> bool:
+        return self.driver == ORACLE_DRIVER
 
     @property
     def session(self) -> int:

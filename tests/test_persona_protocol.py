@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from persona.benchmark.loader import load_benchmark
-from persona.config import CompactionConfig, PersonaConfig
+from persona.config import CompactionConfig, ModelPrice, PersonaConfig
 from persona.engine.llm import strict_schemas
 from persona.engine.loop import EMPTY_TURN_NUDGE, PersonaLoop
 from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
+from persona.report.cost import PriceTable, money
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH
@@ -174,19 +175,22 @@ def test_a_persona_making_no_progress_stops_as_stalled_and_goes_on_once_the_limi
 
 
 def test_a_spent_budget_stops_the_run_and_a_raised_one_lets_it_finish(tmp_path, tiny):
+    prices = {"m": {"input": 2.5, "cached_input": 1.25, "output": 10.0}}  # model "m" at gpt-4o's list price
     with QuirkServer(scripted_responder()) as server:
         outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server, budget_tokens=2500))
         assert outcome.status == "budget" and "persona.budget_tokens 2,500" in state.error
         assert state.usage.total_tokens >= 2500 and not state.finished
         assert "Stopped as `budget`" in report_of(tmp_path)
-        prices = {"input": 2.5, "cached_input": 1.25, "output": 10.0}
-        outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server, budget_tokens=None, prices=prices,
-                                                                         budget_usd=0.01))
-        assert outcome.status == "budget" and "persona.budget_usd $0.01" in state.error
-        outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server, budget_tokens=None, prices=prices))
+        outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server, budget_tokens=None, budget_usd=0.01),
+                              prices=prices)
+        assert outcome.status == "budget" and "persona.budget_usd $0.01 at $2.5 in / $1.25 cached" in state.error
+        outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server, budget_tokens=None), prices=prices)
     assert outcome.status == "finished", state.error
-    assert scores(state) == TINY_SCORES and state.usage.cost_usd > 0.01
-    assert f"${state.usage.cost_usd:.2f} at persona.prices" in report_of(tmp_path)
+    assert scores(state) == TINY_SCORES
+    cost = PriceTable({k: ModelPrice(**v) for k, v in prices.items()}).run_cost(state)
+    assert 0.01 < cost.usd < PriceTable({k: ModelPrice(**{**v, "cached_input": v["input"]}) for k, v in prices.items()}) \
+        .run_cost(state).usd, "cached tokens are billed at the cached rate"
+    assert f"- **Cost:** {money(cost.usd)}" in report_of(tmp_path)
 
 
 def test_max_tokens_is_a_real_ceiling_even_inside_a_phase_larger_than_it(tmp_path):

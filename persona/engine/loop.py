@@ -29,6 +29,7 @@ from persona.engine.replies import wrap_reply
 from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
 from persona.engine.tools import ERROR_PREFIX, TOOL_SPECS, ToolBox, is_error
 from persona.errors import BudgetError, RunError, StalledError
+from persona.report.cost import PriceTable
 from persona.state import PersonaCompaction, PersonaMessage, RunState, RunStore
 from persona.tokens import MESSAGE_OVERHEAD, TokenCounter
 
@@ -47,7 +48,8 @@ def message_tokens(counter: TokenCounter, message: PersonaMessage) -> int:
 class PersonaLoop:
     def __init__(self, *, bench: Benchmark, state: RunState, store: RunStore, model: PersonaModel,
                  driver: ChatDriver, counter: TokenCounter, compaction: CompactionConfig,
-                 persona: PersonaConfig | None = None, on_change: Callable[[RunState], None] | None = None):
+                 persona: PersonaConfig | None = None, prices: PriceTable | None = None,
+                 on_change: Callable[[RunState], None] | None = None):
         self.bench = bench
         self.state = state
         self.store = store
@@ -56,6 +58,7 @@ class PersonaLoop:
         self.counter = counter
         self.compaction = compaction
         self.persona = persona or PersonaConfig()
+        self.prices = prices or PriceTable()  # budget_usd: the persona model's price, shipped or configured
         self.on_change = on_change
         self.scenario = Scenario(bench, state, self.channel.new_session)
         self.tools = ToolBox(bench, state, self.scenario)
@@ -115,9 +118,10 @@ class PersonaLoop:
         if cfg.budget_tokens is not None and used >= cfg.budget_tokens:
             raise BudgetError(f"persona budget spent: {used:,} tokens of persona.budget_tokens {cfg.budget_tokens:,}. "
                               f"Raise it and run again to go on")
-        if cfg.budget_usd is not None and cfg.prices is not None and state.usage.cost_usd >= cfg.budget_usd:
-            raise BudgetError(f"persona budget spent: ${state.usage.cost_usd:.2f} of persona.budget_usd "
-                              f"${cfg.budget_usd:.2f}. Raise it and run again to go on")
+        spent = self.prices.run_cost(state).usd if cfg.budget_usd is not None else None
+        if spent is not None and spent >= cfg.budget_usd:
+            raise BudgetError(f"persona budget spent: ${spent:.2f} of persona.budget_usd ${cfg.budget_usd:.2f} at "
+                              f"{self.prices.run_cost(state).rates()}. Raise it and run again to go on")
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -243,8 +247,6 @@ class PersonaLoop:
         usage.retries += len(turn.retries)
         for cause in turn.retries:
             usage.retry_causes[cause] = usage.retry_causes.get(cause, 0) + 1
-        if self.persona.prices is not None:
-            usage.cost_usd += self.persona.prices.cost(prompt, turn.cached_tokens or 0, completion)
         for quirk in turn.quirks:
             self.state.note_quirk(quirk)
 

@@ -7,13 +7,15 @@ import os
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.cost import PriceTable
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState, now
 
-__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
+REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
 
 
 def duration(seconds: float) -> str:
@@ -69,7 +71,7 @@ def _sessions(state: RunState) -> str:
     return "; ".join(parts) or "none"
 
 
-def render_entry(bench: Benchmark, state: RunState) -> str:
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {state.error}" if state.error else "")
@@ -89,6 +91,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Persona:** {usage_line(state)}",
         f"- **Persona compactions:** {len(state.persona_compactions)}"
         + "".join(f"\n  - {line}" for line in compaction_lines(state)),
+        f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
     ]
     if quirks := quirks_line(state):
         lines.append(f"- **Persona turns repaired or cleaned (counted):** {quirks}")
@@ -116,7 +119,7 @@ def append_entry(results_dir: Path, entry: str) -> Path:
     with open(path, "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         if f.tell() == 0:
-            f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
+            f.write(REPORT_HEADER)
         f.write("\n" + entry)
         f.flush()
         os.fsync(f.fileno())

@@ -1,6 +1,6 @@
-"""What the persona model cost and did, in words shared by report.md and report.html: calls and their
-retries, tokens and the cached share, money, each compaction of its context, and everything taken out
-of or repaired in its turns (nothing the tool changes goes unsaid)."""
+"""What the persona model did, in words shared by report.md and report.html: calls and their retries,
+tokens and the cached share, each compaction of its context, and everything taken out of or repaired
+in its turns (nothing the tool changes goes unsaid). Money is report/cost.py's."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ def usage_line(state: RunState) -> str:
     tokens += f", {u.completion_tokens:,} out"
     if u.counted:
         tokens += f"; {u.counted} response(s) without usage, counted with tiktoken"
-    cost = f"; ${u.cost_usd:.2f} at persona.prices" if u.cost_usd else ""
-    return f"{state.persona_model}; {calls}, {tokens}{cost}"
+    return f"{state.persona_model}; {calls}, {tokens}"
 
 
 def compaction_lines(state: RunState) -> list[str]:
