@@ -22,6 +22,7 @@ from typing import Any
 from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig, PersonaConfig
 from persona.engine.dry import DryTarget, dry_run
+from persona.report.cost import PriceTable
 from persona.report.progress import QuietProgress
 from persona.state import RunState
 from persona.tokens import MESSAGE_OVERHEAD, TokenCounter
@@ -110,6 +111,18 @@ class StallWatch(QuietProgress):
         self.longest = max(self.longest, state.calls_since_progress)
 
 
+def _margins(c: PersonaCost) -> str:
+    """How far the default bounds are from stopping this benchmark (target: 3x)."""
+    d = PersonaConfig()
+    prices = PriceTable()
+    usd = {m: prices.cost(m, c.prompt_tokens, c.completion_tokens, c.cached_tokens).usd for m in (d.model, "gpt-4o")}
+    parts = [f"budget_tokens {d.budget_tokens / 1e6:.0f} M: {d.budget_tokens / (c.prompt_tokens + c.completion_tokens):.1f}x",
+             "budget_usd $" + f"{d.budget_usd:g}: " + ", ".join(f"{d.budget_usd / v:.1f}x at {m} (${v:.2f})"
+                                                                for m, v in usd.items() if v),
+             f"stall_calls {d.stall_calls}: {d.stall_calls / max(c.longest_stall, 1):.0f}x the longest stall"]
+    return f"- default bounds against {c.benchmark} (target ≥ 3x): " + "; ".join(parts)
+
+
 def section(costs: list[PersonaCost], summary: list[str]) -> list[str]:
     """The bench report's section, with its targets added to `summary`."""
     from bench.stats import table
@@ -128,6 +141,7 @@ def section(costs: list[PersonaCost], summary: list[str]) -> list[str]:
                 f" (target ≤ 6.05 M, half): " + ("met" if c.legacy_tokens <= 6.05e6 else "**not met**"),
                 f"- share of them in the cacheable prefix: **{c.cached_share:.0%}** (target ≥ 80 %): "
                 + ("met" if c.cached_share >= 0.8 else "**not met**"),
+                _margins(c),
             ]
     return ["## 5. Persona model cost", "",
             "The scripted persona behind the quirk server (OpenAI's profile: strict validation, usage counted with "

@@ -46,3 +46,19 @@ def test_the_agent_gets_the_text_beside_tool_calls_once_and_no_reasoning(tmp_pat
     assert not any(word in text for text in received for word in ("think", "template", "wonder", "reasoning"))
     beside = [m.content for m in state.messages if m.role == "assistant" and m.content and m.tool_calls]
     assert beside and all(text in received for text in beside)
+
+
+def test_a_model_whose_words_never_reach_the_chat_gets_no_grade(tmp_path, write_bench):
+    """The issue's run that 'finished 10.00 over 10 checks' with nothing ever sent: every claim refused."""
+    def calls_only(answer: dict[str, Any], n: int) -> dict[str, Any]:
+        calls = answer.get("tool_calls") or [
+            {"name": "log_evaluation", "arguments": json.dumps({"check_id": "q1", "score": 10, "answer": "3",
+                                                                "comment": "right", "second_attempt": False})}]
+        return {"content": None, "tool_calls": calls}
+
+    bench = write_bench(TINY)
+    with QuirkServer(rewriting(scripted_responder(), calls_only)) as server:
+        outcome, state = play(tmp_path, benchmark=bench, agent={"driver": "demo"}, persona=persona(server, stall_calls=10))
+    assert outcome.status in ("stalled", "failed") and not state.evaluations and state.turn == 0
+    memory = tmp_path / "results" / "r" / "agent-data" / "memory.json"
+    assert not memory.exists() or agent_received(memory.parent.parent) == []
