@@ -15,20 +15,12 @@ from demo_agent.faults import ENV as DEMO_FAULTS_ENV
 from drivers.trace_scrub import REDACTED
 from tests.conftest import mmb
 from tests.support.quirk_server import QuirkServer, scripted_responder
+from tests.support.tiny import TINY
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
 KEY = "sk-live-do-not-leak-7f3a9c2e5b"
 COOKIE = "sess-do-not-leak-41d8e0b7c6"
-
-TINY = {
-    "benchmark.json": {"title": "Tiny", "chapters": ["chapter1.md"], "fact_files": ["pets.md"]},
-    "instructions.md": "You are Tom.",
-    "profile.md": "# Me\n\n## 1. About\n1.1 I am Tom, 40\n",
-    "pets.md": "# Pets\n\n## 1. Cats\n1.1 My cat Pixel is 3 years old\n",
-    "chapter1.md": "## Start\nTell the facts from pets.\n\n## Exam\n```js\nawait bench.newSession();\n```\n"
-                   "❓ q1 How old is my cat Pixel? Correct answer: 3\n",
-}
 
 
 def everything_written(folder: Path) -> dict[str, bytes]:

@@ -13,8 +13,9 @@ import pytest
 
 from persona.state import RunStore
 from tests.support.play import play
-from tests.support.quirk_server import QuirkServer, rewriting, scripted_responder
-from tests.test_persona_protocol import REASONING, TINY, TINY_SCORES, persona
+from tests.support.quirk_server import QuirkServer, rewriting, scripted_responder, thinking_aloud
+from tests.support.tiny import TINY
+from tests.test_persona_protocol import TINY_SCORES, persona
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
@@ -27,14 +28,8 @@ def agent_received(run_folder: Path) -> list[str]:
 
 
 def test_the_agent_gets_the_text_beside_tool_calls_once_and_no_reasoning(tmp_path, write_bench):
-    def think_aloud(answer: dict[str, Any], n: int) -> dict[str, Any]:
-        answer["reasoning"] = "reasoning in a field"
-        if answer.get("content"):
-            answer["content"] = REASONING[n % len(REASONING)][1](answer["content"])
-        return answer
-
     bench = write_bench(TINY)
-    with QuirkServer(rewriting(scripted_responder(), think_aloud), profile="llamacpp") as server:
+    with QuirkServer(rewriting(scripted_responder(), thinking_aloud), profile="llamacpp") as server:
         outcome, state = play(tmp_path, benchmark=bench, agent={"driver": "demo"}, persona=persona(server))
     assert outcome.status == "finished", state.error
     assert not server.rejections and [e.check_id for e in state.evaluations] == [c for c, _, _ in TINY_SCORES]
@@ -43,7 +38,7 @@ def test_the_agent_gets_the_text_beside_tool_calls_once_and_no_reasoning(tmp_pat
     typed = [e.sent for e in RunStore(folder).transcript()]
     assert received == typed, "what the report says was typed is what the agent received, once"
     assert "My cat Pixel is 3 years old." in received and "I am Tom, 41 today." in received
-    assert not any(word in text for text in received for word in ("think", "template", "wonder", "reasoning"))
+    assert not any(word in text for text in received for word in ("think", "template", "wonder", "chain of thought"))
     beside = [m.content for m in state.messages if m.role == "assistant" and m.content and m.tool_calls]
     assert beside and all(text in received for text in beside)
 

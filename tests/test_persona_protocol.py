@@ -21,18 +21,9 @@ from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH
 from tests.support.play import play, scores
-from tests.support.quirk_server import QuirkServer, rewriting, scripted_responder
+from tests.support.quirk_server import QuirkServer, rewriting, scripted_responder, thinking_aloud
+from tests.support.tiny import TINY
 
-TINY = {
-    "benchmark.json": {"title": "Tiny", "chapters": ["chapter1.md"], "fact_files": ["pets.md"]},
-    "instructions.md": "You are Tom.",
-    "profile.md": "# Me\n\n## 1. About\n1.1 I am Tom, 40\n",
-    "pets.md": "# Pets\n\n## 1. Cats\n1.1 My cat Pixel is 3 years old\n1.2 Pixel sleeps on the piano\n",
-    "chapter1.md": "## Start\n```js\nvars.require_all_facts = \"pets\";\n```\nTell the facts from pets.\n\n"
-                   "## News\n✏️ profile 1.1: I am Tom, 41 today\n\n"
-                   "## Exam\n❓ q1 How old is my cat Pixel? Correct answer: 3\n"
-                   "❓ q2 How old am I? Correct answer: 41\n",
-}
 TINY_SCORES = [("q1", 10.0, False), ("q2", 10.0, False)]
 
 
@@ -121,22 +112,8 @@ def test_a_saved_history_a_server_refuses_is_repaired_on_resume(tmp_path, tiny):
     assert "changes to a saved history a server would refuse, made on resume ×2" in report_of(tmp_path)
 
 
-REASONING = [
-    ("closed", lambda t: f"<think>The agent should learn this.</think>{t}"),
-    ("lone close", lambda t: f"The template opened it. Let me tell him.</think>\n\n{t}"),
-    ("unclosed", lambda t: f"{t}\n<think>and now I wonder whether"),
-    ("empty block", lambda t: f"<think>\n\n</think>\n\n{t}"),
-]
-
-
 def test_reasoning_in_fields_or_tags_is_never_typed_nor_sent_back(tmp_path, tiny):
-    def reason(answer: dict[str, Any], n: int) -> dict[str, Any]:
-        answer["reasoning"] = "private chain of thought"
-        if answer.get("content"):
-            answer["content"] = REASONING[n % len(REASONING)][1](answer["content"])
-        return answer
-
-    with QuirkServer(rewriting(scripted_responder(), reason), profile="vllm") as server:
+    with QuirkServer(rewriting(scripted_responder(), thinking_aloud), profile="vllm") as server:
         outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server))
     assert outcome.status == "finished", state.error
     assert scores(state) == TINY_SCORES

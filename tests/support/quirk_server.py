@@ -485,6 +485,23 @@ def rewriting(respond: Responder, change: Callable[[dict[str, Any], int], dict[s
     return changed
 
 
+# How reasoning models leak their thoughts into the text (notes section 2c), each a function of the text.
+THINKING: list[tuple[str, Callable[[str], str]]] = [
+    ("closed", lambda t: f"<think>The agent should learn this.</think>{t}"),
+    ("lone close", lambda t: f"The template opened it. Let me tell him.</think>\n\n{t}"),  # Qwen3.5, DeepSeek-R1
+    ("unclosed", lambda t: f"{t}\n<think>and now I wonder whether"),
+    ("empty block", lambda t: f"<think>\n\n</think>\n\n{t}"),  # Qwen3 with thinking off
+]
+
+
+def thinking_aloud(answer: dict[str, Any], n: int) -> dict[str, Any]:
+    """For `rewriting`: reasoning in a field of every answer, and in the text in each THINKING style in turn."""
+    answer["reasoning"] = "private chain of thought"
+    if answer.get("content"):
+        answer["content"] = THINKING[n % len(THINKING)][1](answer["content"])
+    return answer
+
+
 def instructed(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """A model doing what the last message asks, as the preflight asks it (engine/preflight.py)."""
     last = messages[-1]
