@@ -59,7 +59,8 @@ def test_mmb_check_runs_the_preflight_and_probes_the_chat_page(tmp_path, write_c
     def check(responder) -> Any:
         with QuirkServer(responder) as server:
             persona = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_UNSET_KEY"}
-            config = write_config([demo_run("one"), demo_run("two")], persona=persona)
+            oracle = {"id": "two", "benchmark": str(DEMO_BENCH), "agent": {"driver": "oracle"}}
+            config = write_config([demo_run("one"), oracle], persona=persona)
             before = Path.cwd()
             os.chdir(tmp_path)
             try:
@@ -72,5 +73,6 @@ def test_mmb_check_runs_the_preflight_and_probes_the_chat_page(tmp_path, write_c
     assert calls == 3, "one model, checked once for both runs"
     assert done.output.count("persona model m: answers: ok") == 2
     assert "[one] chat page http://127.0.0.1:" in done.output and "input" in done.output
+    assert "[two] agent: oracle, in process (no chat page)" in done.output
     refused, _ = check(only_text)
     assert refused.exit_code == 1 and "calls a tool: FAILED" in refused.output
