@@ -56,8 +56,11 @@ def repair_call(call: ToolCall) -> tuple[ToolCall, list[str]]:
         problems.append(f"a tool call needs the name of a tool, not {call.name[:60]!r}")
         quirks.append(REPAIRED_NAMES)
         update["name"] = UNNAMED
+    arguments = call.arguments if call.arguments.strip() else "{}"  # none at all: what servers expect back
+    if arguments != call.arguments:
+        update["arguments"] = arguments
     try:
-        args = json.loads(call.arguments) if call.arguments.strip() else {}
+        args = json.loads(arguments)
         if not isinstance(args, dict):
             raise ValueError(f"a JSON {type(args).__name__}, not an object")
     except ValueError as e:
@@ -66,7 +69,7 @@ def repair_call(call: ToolCall) -> tuple[ToolCall, list[str]]:
         quirks.append(REPAIRED_ARGUMENTS)
         update["arguments"] = "{}"
     if not problems:
-        return call, []
+        return call.model_copy(update=update) if update else call, quirks
     raw = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
     return call.model_copy(update={**update, "problem": "; ".join(problems), "raw": raw}), quirks
 

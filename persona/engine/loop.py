@@ -118,10 +118,10 @@ class PersonaLoop:
         if cfg.budget_tokens is not None and used >= cfg.budget_tokens:
             raise BudgetError(f"persona budget spent: {used:,} tokens of persona.budget_tokens {cfg.budget_tokens:,}. "
                               f"Raise it and run again to go on")
-        spent = self.prices.run_cost(state).usd if cfg.budget_usd is not None else None
-        if spent is not None and spent >= cfg.budget_usd:
-            raise BudgetError(f"persona budget spent: ${spent:.2f} of persona.budget_usd ${cfg.budget_usd:.2f} at "
-                              f"{self.prices.run_cost(state).rates()}. Raise it and run again to go on")
+        cost = self.prices.run_cost(state) if cfg.budget_usd is not None else None
+        if cost is not None and cost.usd is not None and cost.usd >= cfg.budget_usd:  # a model without a price: no limit
+            raise BudgetError(f"persona budget spent: ${cost.usd:.2f} of persona.budget_usd ${cfg.budget_usd:.2f} at "
+                              f"{cost.rates()}. Raise it and run again to go on")
 
     # -- steps ----------------------------------------------------------------------------------
 
