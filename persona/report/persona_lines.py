@@ -17,6 +17,8 @@ def usage_line(state: RunState) -> str:
     if u.retries:
         calls += f" ({u.retries} retried by the client: {_count(u.retry_causes)})"
     tokens = f"{u.prompt_tokens:,} tokens in"
+    if u.calls and u.counted == u.calls:
+        return f"{state.persona_model}; {calls}, {tokens}, {u.completion_tokens:,} out (counted with tiktoken)"
     if u.cache_reported:
         share = u.cached_tokens / u.prompt_tokens if u.prompt_tokens else 0.0
         tokens += f" ({u.cached_tokens:,} from the provider's cache, {share:.0%})"
