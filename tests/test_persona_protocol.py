@@ -170,16 +170,18 @@ def test_a_spent_budget_stops_the_run_and_a_raised_one_lets_it_finish(tmp_path, 
     assert f"- **Cost:** {money(cost.usd)}" in report_of(tmp_path)
 
 
-def test_max_tokens_is_a_real_ceiling_even_inside_a_phase_larger_than_it(tmp_path):
-    """Every request the server saw stays under max_tokens: boundary cuts where they fit, in-phase cuts
-    (the first phase too) where not, each one shrinking the request and shown in the report."""
-    with QuirkServer(scripted_responder()) as server:
+@pytest.mark.parametrize("scale", [1.0, 1.25], ids=["tiktoken", "a tokenizer counting 25 % more"])
+def test_max_tokens_is_a_real_ceiling_even_inside_a_phase_larger_than_it(tmp_path, scale):
+    """Every request the server saw stays under max_tokens as it counts them: boundary cuts where they
+    fit, in-phase cuts (the first phase too) where not, each one shrinking the request and shown in the
+    report; an endpoint whose tokenizer counts more is followed from the usage it reports."""
+    with QuirkServer(scripted_responder(), token_scale=scale) as server:
         fixed = _fixed_tokens()
-        compaction = {"max_tokens": fixed + 800, "trim_to_tokens": 500}
+        compaction = {"max_tokens": round(fixed * scale) + 800, "trim_to_tokens": 500}
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=persona(server), compaction=compaction)
     assert outcome.status == "finished", state.error
     assert len(state.evaluations) == 10 and not server.rejections
-    assert max(s.prompt_tokens for s in server.served) < compaction["max_tokens"]
+    assert max(s.prompt_tokens for s in server.served[1:]) < compaction["max_tokens"], "from the first usage on"
     cuts = state.persona_compactions
     assert any(c.in_phase for c in cuts) and any(c.in_phase and c.phase == 0 for c in cuts)
     assert all(c.tokens_after < c.tokens_before for c in cuts)

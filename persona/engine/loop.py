@@ -66,6 +66,7 @@ class PersonaLoop:
         self.fixed_tokens = counter.count(self.system) + MESSAGE_OVERHEAD + counter.count(json.dumps(TOOL_SPECS))
         self._clock = time.monotonic()
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
+        self._scale = 1.0  # the endpoint's prompt tokens per token we count (its tokenizer may count more)
 
     async def run(self) -> None:
         self._check_room()
@@ -142,11 +143,12 @@ class PersonaLoop:
 
     async def _step(self) -> None:
         self._maybe_compact()
+        counted = self._context_tokens()
         turn = await self.model.complete(self._request(), TOOL_SPECS)
         crash_point("model.answered")
         self.state.steps += 1
         self.state.calls_since_progress += 1
-        self._account(turn)
+        self._account(turn, counted)
         text = outgoing_text(self.state, turn.content)
         calls = take_calls(self.state, turn.tool_calls, self.state.steps)
         if not text and not calls:
@@ -231,13 +233,16 @@ class PersonaLoop:
         self._counted = (len(self.state.messages), total)
         return self.fixed_tokens + total
 
-    def _account(self, turn: ModelTurn) -> None:
+    def _account(self, turn: ModelTurn, counted: int) -> None:
+        """Add the turn's usage (ours where it reported none); `counted` is our count of its request."""
         usage, phase = self.state.usage, self.state.phase
         prompt, completion = turn.prompt_tokens, turn.completion_tokens
         if prompt is None or completion is None:
             usage.counted += 1
         if prompt is None:
-            prompt = self._context_tokens()
+            prompt = counted
+        elif counted:
+            self._scale = max(1.0, prompt / counted)
         if completion is None:
             completion = self.counter.count(turn.content) + sum(self.counter.count(c.arguments) for c in turn.tool_calls)
         usage.add(phase, prompt, completion)
@@ -251,15 +256,19 @@ class PersonaLoop:
             self.state.note_quirk(quirk)
 
     def _maybe_compact(self) -> None:
+        """Cut the history when the request reaches max_tokens, as the endpoint counts it: our tiktoken count,
+        scaled by how much more its last reported prompt was."""
         before = self._context_tokens()
-        if before < self.compaction.max_tokens:
+        ceiling = int(self.compaction.max_tokens / self._scale)
+        if before < ceiling:
             return
-        limits = Limits(self.compaction.max_tokens, self.compaction.trim_to_tokens, self.fixed_tokens,
+        limits = Limits(ceiling, int(self.compaction.trim_to_tokens / self._scale), self.fixed_tokens,
                         self._note_tokens(False), self._note_tokens(True))
         try:
             cut = plan_cut(self.state.messages, limits)
         except CompactionError as e:
-            raise RunError(str(e)) from None
+            scaled = f" (counted as the endpoint counts: {self._scale:.2f}x our tiktoken count)" if self._scale > 1 else ""
+            raise RunError(f"{e}{scaled}") from None
         if cut is None:
             return
         kept = self.state.messages[cut.index:]
@@ -269,8 +278,8 @@ class PersonaLoop:
         self.state.messages += kept
         after = self._context_tokens()
         self.state.persona_compactions.append(PersonaCompaction(
-            at_message=self.state.steps, tokens_before=before, tokens_after=after, dropped_messages=cut.index,
-            phase=self.state.phase, in_phase=cut.in_phase))
+            at_message=self.state.steps, tokens_before=round(before * self._scale), tokens_after=round(after * self._scale),
+            dropped_messages=cut.index, phase=self.state.phase, in_phase=cut.in_phase))
         log.info("persona context compacted%s: %d -> %d tokens, %d messages dropped",
                  " inside the phase" if cut.in_phase else "", before, after, cut.index)
         self.save()

@@ -100,9 +100,10 @@ class Served:
 class QuirkServer:
     def __init__(self, responder: Responder, *, profile: str = "openai", model: str = "test-model",
                  chunk_delay_s: float = 0.0, encoding: str = "o200k_base", keep_requests: bool = True,
-                 usage: bool = True):
+                 usage: bool = True, token_scale: float = 1.0):
         self.responder = responder
         self.usage = usage  # False: answers without a usage object, as some local servers send them
+        self.token_scale = token_scale  # prompt tokens as a tokenizer counting this much more than tiktoken would
         self.profile = PROFILES[profile]
         self.model = model
         self.chunk_delay_s = chunk_delay_s
@@ -153,6 +154,7 @@ class QuirkServer:
             answer = self.responder(body.get("messages", []), body.get("tools") or [])
         message = self._message(answer)
         prompt, cached = self._usage(body)
+        prompt = round(prompt * self.token_scale)
         completion = self._message_tokens(message) - MESSAGE_OVERHEAD
         served = Served(prompt, cached, completion, answer)
         with self._lock:
