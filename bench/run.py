@@ -5,7 +5,9 @@ Measures, in one run and as ratios so a loaded machine hurts every contender ali
    Playwright loop (the floor) and promptfoo's browser provider, on the same instrumented page;
 2. how late the driver notices that a streamed reply is complete, with and without UI markers;
 3. what saving state and counting tokens cost per turn as a run grows to 5,000 messages;
-4. memory (PSS of the process tree) and throughput of N parallel runs.
+4. memory (PSS of the process tree) and throughput of N parallel runs;
+5. the persona model's calls per agent message, input tokens and their cacheable share on marathon-en,
+   from the requests a local OpenAI-compatible server received (bench/persona_calls.py).
 Prints the tables and writes them, with the machine and the command, to bench/RESULTS.md.
 """
 
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from playwright.async_api import async_playwright
 
-from bench import parallel, promptfoo, state_cost
+from bench import parallel, persona_calls, promptfoo, state_cost
 from bench.chat_page import ChatPage
 from bench.overhead import Floor, OurDriver, Promptfoo, Results, detection_profiles, play_rounds
 from bench.stats import median, p90, ratio, table
@@ -246,13 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer turns, N = 1 and 2 only: a smoke test")
     ap.add_argument("--no-promptfoo", dest="promptfoo", action="store_false", help="skip the promptfoo contender")
-    ap.add_argument("--only", choices=["driver", "state", "parallel"], action="append", help="run only these parts")
+    ap.add_argument("--only", choices=["driver", "state", "parallel", "persona"], action="append",
+                    help="run only these parts")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = ap.parse_args(argv)
     args.reply_ms = 400
     args.rounds, args.turns, args.window = (1, 4, 3) if args.quick else (4, 10, 10)
     args.parallel = [1, 2] if args.quick else [1, 2, 4, 8]
-    parts = args.only or ["driver", "state", "parallel"]
+    parts = args.only or ["driver", "state", "parallel", "persona"]
     args.summary = []
     started = time.monotonic()
     head = ["# Bench results", "", *machine(),
@@ -264,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_state(args, out)
     if "parallel" in parts:
         bench_parallel(args, out)
+    if "persona" in parts:
+        out += persona_calls.section([persona_calls.measure()], args.summary)
     out += [f"Bench time {time.monotonic() - started:.0f} s; load average at the end {os.getloadavg()[0]:.1f}.", ""]
     text = "\n".join([*head, "## Targets", "", *args.summary, "", *out])
     print(text)

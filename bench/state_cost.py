@@ -55,8 +55,7 @@ def make_loop(folder: Path, compaction: bool) -> PersonaLoop:
     limits = CompactionConfig(max_tokens=30000, trim_to_tokens=10000) if compaction else \
         CompactionConfig(max_tokens=10**12, trim_to_tokens=10**12 - 1)
     return PersonaLoop(bench=bench, state=state, store=RunStore(folder), model=ScriptedPersona(),
-                       driver=OracleDriver(bench), counter=TokenCounter(limits.encoding), compaction=limits,
-                       max_steps=10**9)
+                       driver=OracleDriver(bench), counter=TokenCounter(limits.encoding), compaction=limits)
 
 
 class Turns:
@@ -78,7 +77,7 @@ class Turns:
         loop._append(message)
         if self.n % TURNS_PER_PHASE == 0:
             message.starts_phase = True
-            state.phase += 1
+            state.phase = (state.phase + 1) % len(loop.bench.phases)  # a boundary; the brief stays a real one
         tokens = clock() - t0
         save = transcript = 0.0
         if timed:

@@ -30,11 +30,23 @@ class PersonaConfig(Strict):
     api_key_env: str = Field("OPENAI_API_KEY", pattern=ENV_NAME_PATTERN,
                              description="Environment variable holding the key (never the key)")
     temperature: float = Field(0.7, ge=0, le=2)
-    timeout_s: float = Field(120.0, gt=0, description="Seconds one model call may take")
-    max_retries: int = Field(6, ge=0, description="Retries of a call that failed for a passing reason (429, 5xx, timeout)")
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one request may take (the openai client's timeout)")
+    max_retries: int = Field(6, ge=0, description="Retries of a request on 408/409/429/5xx, timeouts and junk bodies, "
+                             "by the openai client with its own backoff (Retry-After honoured up to 120 s)")
     max_steps: int = Field(20000, ge=1, description="Persona model calls per run before it is stopped as runaway")
     max_failed_turns: int = Field(8, ge=1, description="Turns in a row that do nothing (empty, or only failing "
                                   "tool calls) before the run stops")
+    stall_calls: int = Field(40, ge=1, description="Persona calls without progress (a fact told or changed, a check "
+                             "graded, a phase entered) before the run stops as `stalled`; raise it and rerun to go on")
+    budget_tokens: int | None = Field(25_000_000, ge=1, description="Persona tokens (in + out) per run before it "
+                                      "stops as `budget`; raise it and rerun to go on; null: no limit")
+    budget_usd: float | None = Field(30.0, gt=0, description="Persona cost per run, at the model's price (the "
+                                     "shipped table or `prices`), before it stops as `budget`; null: no limit")
+    tool_schema: Literal["auto", "strict", "plain"] = Field(
+        "auto", description="strict: OpenAI strict function schemas; plain: no `strict` and no "
+        "`additionalProperties` (Gemini's endpoint); auto: plain for Google's endpoint, strict elsewhere")
+    preflight: bool = Field(True, description="Before a run, check in a few cheap calls that the model answers, "
+                            "calls tools and reports usage (`mmb check` runs the same checks)")
 
     @property
     def label(self) -> str:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from drivers.files import atomic_write
 from persona.benchmark.facts import FactFile
@@ -25,7 +25,7 @@ STATE_FILE = "state.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
 SCHEMA_VERSION = 1
 
-Status = Literal["new", "running", "finished", "failed", "interrupted"]
+Status = Literal["new", "running", "finished", "failed", "interrupted", "stalled", "budget"]
 ORACLE_DRIVER = "oracle"  # the dry run's agent that knows every answer: its runs measure the benchmark, not an agent
 
 
@@ -36,7 +36,10 @@ def now() -> datetime:
 class ToolCall(BaseModel):
     id: str
     name: str
-    arguments: str  # the JSON text as the model wrote it; parsed when the tool runs
+    arguments: str  # a JSON object, as sent back to the server; parsed when the tool runs
+    extra: dict[str, Any] = {}  # provider fields replayed with the call (Gemini's thought signature)
+    problem: str | None = None  # why the call cannot run as the model wrote it (the tool result says so)
+    raw: str | None = None  # what the model wrote, kept aside when the history holds a repaired call
 
 
 class PersonaMessage(BaseModel):
@@ -47,14 +50,16 @@ class PersonaMessage(BaseModel):
     tool_calls: list[ToolCall] = []
     tool_call_id: str | None = None
     phase: int = 0
-    starts_phase: bool = False  # compaction may cut only right before such a message
+    starts_phase: bool = False  # compaction cuts at a phase boundary right before such a message
     tokens: int = 0
+    step: int | None = None  # an assistant turn: the persona call that wrote it
+    raw_content: str | None = None  # an assistant turn: the model's text before reasoning was taken out (never sent)
 
     def to_api(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             msg["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}, **c.extra}
                 for c in self.tool_calls
             ]
         if self.tool_call_id:
@@ -105,17 +110,31 @@ class AgentNotice(BaseModel):
 
 
 class PersonaCompaction(BaseModel):
-    at_message: int
-    tokens_before: int
+    at_message: int  # the persona call it came before
+    tokens_before: int  # the whole request: system prompt, tools and messages
     tokens_after: int
     dropped_messages: int
     phase: int
+    in_phase: bool = False  # the current phase alone was over max_tokens: cut inside it, its brief kept
+
+
+class Claim(BaseModel):
+    """When the persona did something the chat must have moved on from: loaded a fact file, marked facts
+    told, graded an answer."""
+
+    turn: int  # messages the agent had answered then
+    step: int  # the persona call it was part of: its other tool calls count as the same moment
 
 
 class Usage(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prefix cache (where it says)
+    cache_reported: int = 0  # calls whose response said how many tokens were cached
+    counted: int = 0  # calls whose response had no usage: their tokens are our own tiktoken count
+    retries: int = 0  # requests the openai client sent again (429, 5xx, timeouts, junk bodies)
+    retry_causes: dict[str, int] = {}
     by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
 
     def add(self, phase: int, prompt: int, completion: int) -> None:
@@ -124,6 +143,10 @@ class Usage(BaseModel):
         self.completion_tokens += completion
         p, c = self.by_phase.get(phase, [0, 0])
         self.by_phase[phase] = [p + prompt, c + completion]
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 class RunState(BaseModel):
@@ -147,13 +170,19 @@ class RunState(BaseModel):
     finished: bool = False
     vars: dict[str, Any] = {}
     facts: dict[str, FactFile] = {}  # live copies, the profile included
-    loaded_files: list[str] = []  # fact files the persona has read (listed again after compaction)
+    loaded_files: dict[str, Claim] = {}  # fact file -> when a tool last showed it (the compaction note lists them)
     messages: list[PersonaMessage] = []
     steps: int = 0  # persona model calls
     turn: int = 0  # messages the agent has answered
     transcript_len: int = 0  # lines of transcript.jsonl that this state knows of
     pending: PendingSend | None = None
     failed_turns: int = 0  # persona turns in a row that did nothing (empty, or every tool call an error)
+    calls_since_progress: int = 0  # persona calls since a fact was told, a check graded or a phase entered
+    held_reply: str | None = None  # the agent's reply to text sent beside tool calls, shown after their results
+    phase_started_turn: int = 0  # agent turn when the current phase began
+    last_fact_claim: Claim | None = None
+    last_grade: Claim | None = None
+    quirks: dict[str, int] = {}  # what was repaired or taken out of the model's turns, counted for the report
     sessions: list[AgentSession] = []
     evaluations: list[Evaluation] = []
     agent_notices: list[AgentNotice] = []
@@ -162,6 +191,13 @@ class RunState(BaseModel):
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
 
+    @field_validator("loaded_files", mode="before")
+    @classmethod
+    def _names_to_claims(cls, value: Any) -> Any:
+        if isinstance(value, list):  # a state saved before loads were timed: loaded before anything was said
+            return {name: {"turn": 0, "step": -1} for name in value}
+        return value
+
     @property
     def oracle(self) -> bool:
         return self.driver == ORACLE_DRIVER
@@ -169,6 +205,15 @@ class RunState(BaseModel):
     @property
     def session(self) -> int:
         return len(self.sessions) - 1
+
+    def note_quirk(self, what: str, n: int = 1) -> None:
+        self.quirks[what] = self.quirks.get(what, 0) + n
+
+    def progress_mark(self) -> tuple[int, int, int, int, bool]:
+        """Changes when the run moves on: a fact told or changed, a check graded, a phase entered."""
+        facts = [f for ff in self.facts.values() for f in ff.all_facts()]
+        return (sum(f.told_turn is not None for f in facts), sum(f.changed_turn or 0 for f in facts) + len(facts),
+                len(self.evaluations), self.phase, self.finished)
 
     def evaluation(self, check_id: str) -> Evaluation | None:
         return next((e for e in self.evaluations if e.check_id == check_id), None)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, demo_run, mmb
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
 pytestmark = [pytest.mark.usefixtures("chromium"), pytest.mark.timeout(900)]
@@ -40,7 +40,7 @@ def reference(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("reference")
     config = tmp / "config.jsonc"
     config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run()],
-                                  "compaction": {"max_tokens": 3000, "trim_to_tokens": 1500}}))
+                                  "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}}))
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr + done.stdout
     return {"results": tmp / "results", "stdout": done.stdout, "state": load_state(tmp / "results")}
@@ -93,7 +93,7 @@ def _run_until(config: Path, results: Path, turn: int) -> None:
 
 
 def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp_path):
-    config = write_config([demo_run()], compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
+    config = write_config([demo_run()], compaction={"max_tokens": 4000, "trim_to_tokens": 1500})
     results = tmp_path / "results"
     for turn in (1, 6, 17, 19, 24, 29):  # facts, the new session, the checks, a memory search
         _run_until(config, results, turn)
@@ -121,18 +121,21 @@ def test_parallel_runs_use_their_own_contexts(write_config, tmp_path):
 
 def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write_config, tmp_path):
     secret = "sk-test-do-not-leak-1234567890"
-    with OpenAICompatServer(scripted_responder("en")) as server:
+    with QuirkServer(scripted_responder("en")) as server:
         persona = {"kind": "openai", "base_url": server.base_url, "model": "test-model", "api_key_env": "MMB_TEST_KEY"}
-        config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
+        config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 4000, "trim_to_tokens": 1500})
         done = mmb("run", "-c", str(config), env={"MMB_TEST_KEY": secret})
     assert done.returncode == 0, done.stderr
     state = load_state(tmp_path / "results")
     assert evaluations(state) == evaluations(reference["state"])
-    first = server.requests[0]
+    checks, played = server.requests[:3], server.requests[3:]
+    assert all("check a tool protocol" in r["messages"][0]["content"] for r in checks), "the preflight comes first"
+    assert "persona model test-model: answers: ok" in done.stdout and not server.rejections
+    first = played[0]
     assert first["model"] == "test-model" and first["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in first["tools"]][:3] == ["next_phase", "facts_read", "facts_mark_told"]
     assert "# Your scenario" in first["messages"][0]["content"]
-    assert state["usage"]["calls"] == len(server.requests)
+    assert state["usage"]["calls"] == len(played)
     for path in (tmp_path / "results").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

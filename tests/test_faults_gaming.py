@@ -23,7 +23,7 @@ from persona.engine.scripted import ScriptedPersona
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 # No digits but 10: the rule grader looks for the expected numbers, and this agent knows none.
 PAYLOADS = [
@@ -78,7 +78,7 @@ def play_against(agent: ChatDriver, model: PersonaModel, folder: Path) -> RunSta
     state = RunState(run_id="g", benchmark="demo", driver=agent.name, persona_model=model.label,
                      facts={n: f.model_copy(deep=True) for n, f in bench.fact_files.items()})
     loop = PersonaLoop(bench=bench, state=state, store=RunStore(folder), model=model, driver=agent,
-                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), max_steps=2000)
+                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), persona=PersonaConfig(max_steps=2000))
     asyncio.run(loop.run())
     return state
 
@@ -109,7 +109,7 @@ def test_the_scripted_persona_is_not_gamed(tmp_path, honest_but_clueless):
 
 
 def test_an_llm_persona_gets_the_agents_words_only_as_fenced_data(tmp_path, honest_but_clueless):
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         cfg = PersonaConfig(kind="openai", base_url=server.base_url, model="m", api_key_env="MMB_TEST_UNSET_KEY")
         state = play_against(ScriptedAgent(PAYLOADS), OpenAIPersona(cfg), tmp_path)
     assert_not_gamed(state, honest_but_clueless)

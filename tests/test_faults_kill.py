@@ -28,7 +28,7 @@ from tests.conftest import REPO, demo_run
 pytestmark = pytest.mark.usefixtures("chromium")
 
 SEED = 20261202
-ENGINE = {"compaction": {"max_tokens": 3000, "trim_to_tokens": 1500, "encoding": "cl100k_base"}}
+ENGINE = {"compaction": {"max_tokens": 4000, "trim_to_tokens": 1500, "encoding": "cl100k_base"}}
 # Slow streaming (about 0.3 s a reply) so that kills land while the agent is still writing.
 DEMO_ENV = {DEMO_FAULTS_ENV: json.dumps({"token_delay_s": 0.025})}
 PROCESS_TIMEOUT_S = 300

@@ -17,21 +17,13 @@ import pytest
 from demo_agent.faults import ENV as DEMO_FAULTS_ENV
 from drivers.trace_scrub import REDACTED
 from tests.conftest import REPO, mmb
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
+from tests.support.tiny import TINY
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
 KEY = "sk-live-do-not-leak-7f3a9c2e5b"
 COOKIE = "sess-do-not-leak-41d8e0b7c6"
-
-TINY = {
-    "benchmark.json": {"title": "Tiny", "chapters": ["chapter1.md"], "fact_files": ["pets.md"]},
-    "instructions.md": "You are Tom.",
-    "profile.md": "# Me\n\n## 1. About\n1.1 I am Tom, 40\n",
-    "pets.md": "# Pets\n\n## 1. Cats\n1.1 My cat Pixel is 3 years old\n",
-    "chapter1.md": "## Start\nTell the facts from pets.\n\n## Exam\n```js\nawait bench.newSession();\n```\n"
-                   "❓ q1 How old is my cat Pixel? Correct answer: 3\n",
-}
 
 
 def everything_written(folder: Path) -> dict[str, bytes]:
@@ -51,7 +43,7 @@ def everything_written(folder: Path) -> dict[str, bytes]:
 def test_no_key_cookie_or_storage_in_results_with_traces_on(write_bench, write_config, tmp_path):
     bench = write_bench(TINY)
     echoing = {"status": 500, "message": f"upstream said: bad key {KEY}"}
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         server.faults = [echoing]
         persona = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_SECRET_KEY"}
         run = {"id": "s", "benchmark": str(bench), "agent": {"driver": "demo"}}

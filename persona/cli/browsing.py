@@ -15,6 +15,9 @@ from drivers.probe import ProbeReport, probe
 from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
 from drivers.settings import BrowserConfig
+from persona.config import Config
+from persona.engine.preflight import Preflight, preflight
+from persona.engine.runner import RunPlan, agent_url
 
 
 def parse_pairs(pairs: list[str], what: str, *, json_values: bool = True) -> dict[str, Any]:
@@ -70,6 +73,32 @@ async def probe_page(profile: Profile, browser: BrowserConfig, *, base_dir: Path
             files = await driver.close(failed=failed)
         report.traces = [f for f in files if f.name.endswith(".trace.zip")]
         return report
+
+
+async def check_runs(config: Config, plans: list[RunPlan], say: Callable[[str], None]) -> bool:
+    """`mmb check`: each run's persona model (the run's own preflight) and chat page (a probe, nothing
+    sent), without playing; True when all pass. A model shared by runs is checked once."""
+    ok = True
+    checked: dict[tuple[str | None, str], Preflight] = {}
+    for plan in plans:
+        if plan.persona.kind == "openai":
+            key = (plan.persona.base_url, plan.persona.model)
+            checked[key] = report = checked.get(key) or await preflight(plan.persona)
+            say(f"[{plan.run.id}] {report.render()}")
+            ok = ok and report.ok
+        else:
+            say(f"[{plan.run.id}] persona: scripted (offline, nothing to check)")
+        if plan.profile is None:
+            say(f"[{plan.run.id}] agent: {plan.run.agent.driver}, in process (no chat page)")
+            continue
+        async with agent_url(plan) as url:
+            profile = plan.profile.model_copy(update={"url": url or plan.profile.url})
+            probe = await probe_page(profile, config.browser, base_dir=config.base_dir,
+                                     out_dir=config.results_path() / "check" / plan.run.id, send=None,
+                                     login_name=plan.run.agent.auth, auth_dir=config.auth_path())
+        say(f"[{plan.run.id}] chat page {profile.url}:\n{probe.render()}")
+        ok = ok and probe.ok
+    return ok
 
 
 def login_url(profile: str, url: str | None) -> str:

@@ -25,6 +25,7 @@ from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
 from persona.report.cost import Cost, PriceTable, money
+from persona.report.progress import Progress
 from persona.state import ORACLE_DRIVER, RunState, RunStore, now
 
 DRY_PREFIX = "dry-"
@@ -144,8 +145,10 @@ def step_budget(bench: Benchmark) -> int:
     return 10 * (facts + len(bench.checks) + edits + len(bench.phases)) + 200
 
 
-async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig) -> DryResult:
-    """Play one benchmark from scratch; the previous dry run of it is deleted first."""
+async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig,
+                  persona: PersonaConfig | None = None, progress: Progress | None = None) -> DryResult:
+    """Play one benchmark from scratch; the previous dry run of it is deleted first. `persona` puts
+    another persona against the oracle agent (the bench: the scripted one behind an HTTP endpoint)."""
     from persona.engine.runner import Runner, RunPlan  # the runner imports Playwright: only when a run is due
 
     bench = target.bench
@@ -154,10 +157,10 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
         shutil.rmtree(folder)
     run = RunConfig(id=folder.name, benchmark=str(bench.root), agent=AgentConfig(driver=ORACLE))
     config = Config(runs=[run], compaction=compaction, results_dir=str(results_dir.resolve()))
-    persona = PersonaConfig(kind="scripted", max_steps=step_budget(bench))
+    persona = persona or PersonaConfig(kind="scripted", max_steps=step_budget(bench), budget_tokens=None)
     plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder)
     # Its report.md entry goes to the dry folder, never to the real report.md; its pages join the folder's.
-    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore,
+    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore, progress=progress,
                  entries_dir=folder).run_one(plan, None)
     state = RunStore(folder).load()
     assert state is not None

@@ -30,6 +30,7 @@ from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
+from persona.engine.preflight import preflight
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.cost import PriceTable, money
@@ -215,19 +216,21 @@ class Runner:
         failed = True
         driver: ChatDriver | None = None
         try:
+            await self._preflight(plan, state)
             async with agent_url(plan) as url:
                 driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    max_steps=plan.persona.max_steps, max_failed_turns=plan.persona.max_failed_turns,
-                    on_change=self.progress.update)
+                    persona=plan.persona, prices=self.prices, on_change=self.progress.update)
                 await loop.run()
                 state.status, failed = "finished", False
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
-        except (RunError, DriverError, BrowserStartError) as e:
+        except RunError as e:  # stalled and budget stops say so in the status
+            state.status, state.error = e.status, redact(str(e))  # type: ignore[assignment]
+        except (DriverError, BrowserStartError) as e:
             state.status, state.error = "failed", redact(str(e))
         except Exception as e:  # a bug of ours: record it, keep the state resumable
             log.exception("run %s crashed", plan.run.id)
@@ -261,6 +264,16 @@ class Runner:
             state.reported_ends = state.ends
             store.save(state)
         return path, pages
+
+    async def _preflight(self, plan: RunPlan, state: RunState) -> None:
+        """An LLM persona shows in a few cheap calls that it can play, before the agent sees anything."""
+        if plan.persona.kind != "openai" or not plan.persona.preflight:
+            return
+        report = await preflight(plan.persona)
+        state.log.append(f"preflight: {report.render()}"[:500])
+        self.print(f"[{plan.run.id}] {report.render()}")
+        if not report.ok:
+            raise RunError(f"persona preflight failed, nothing was sent to the agent: {report.failure()}")
 
     async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
                       on_event: Callable[[str], None]) -> ChatDriver:

@@ -58,9 +58,10 @@ class PriceTable:
         return Cost(model, usd, price, checks)
 
     def run_cost(self, state: RunState) -> Cost:
-        """The persona's tokens of the run at its model's price. Prompt-cache hits are not counted yet: an upper bound."""
+        """The persona's tokens of the run at its model's price, prompt-cache hits at the cached rate."""
         usage = state.usage
-        return self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens, checks=len(state.evaluations))
+        return self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                         checks=len(state.evaluations))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from persona.report.charts import Point, Scatter, scatter
 from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
 from persona.report.markdown import duration, phase_title
+from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
 from persona.report.templating import render_page
 from persona.state import AgentSession, Evaluation, Exchange, RunState
@@ -60,6 +61,9 @@ class RunReport:
         self.categories = list(by_category(evs).values())
         self.phases = list(by_phase(evs).items())
         self.costs = phase_costs(state)
+        self.persona_usage = usage_line(state)
+        self.persona_compactions = compaction_lines(state)
+        self.persona_quirks = quirks_line(state)
         self.top_cost = max((c.total for c in self.costs), default=0)
         self.imperfect = [e for e in evs if e.score < 10]
         self.decay_rows = [(e, self.ages.get(e.check_id)) for e in evs]

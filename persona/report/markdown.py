@@ -15,6 +15,7 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
 from persona.report.cost import PriceTable
+from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState
 
@@ -105,7 +106,6 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
-    usage = state.usage
     lines = [  # the time of the run's end, saved with it: an entry written after a restart keeps it
         f"## {state.updated_at:%Y-%m-%d %H:%M} UTC — {state.run_id}: {bench.title} @ {state.driver}",
         end_marker(state),
@@ -122,10 +122,16 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
             "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
-        f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
-        f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Persona:** {usage_line(state)}",
+        f"- **Persona compactions:** {len(state.persona_compactions)}"
+        + "".join(f"\n  - {line}" for line in compaction_lines(state)),
         f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
     ]
+    if quirks := quirks_line(state):
+        lines.append(f"- **Persona turns repaired or cleaned (counted):** {quirks}")
+    if state.status in ("stalled", "budget"):
+        lines.append(f"- **Stopped as `{state.status}`:** the state is kept; raise the limit named above and run the "
+                     f"same command again to go on from here")
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
