@@ -16,6 +16,7 @@ class Reply:
     signal: str = ""  # which completion signals fired, e.g. "busy-gone+done+stable(150ms)" (see reply_watch)
     seconds: float = 0.0  # from send to complete
     notices: list[str] = field(default_factory=list)  # UI notices seen meanwhile (e.g. "context compacted")
+    watch_ms: float = 0.0  # time the page spent judging this reply: the watch's own cost (bench/)
 
     @property
     def text(self) -> str:

@@ -21,6 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SelectorError, SessionInfo
+from .deep_dom import SHADOW_HOOK_JS, in_page
 from .profile import Profile
 from .reply_watch import PLAIN_TEXT_JS, ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
@@ -34,37 +35,43 @@ _CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "str
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 _RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
 
+# Messages shown (but ignored ones), open shadow roots included.
+_SHOWN_JS = in_page("([s, ig]) => Q.all(s).filter((e) => !(ig && Q.closest(e, ig))).length")
 # True once no message (but ignored ones) has been shown for `settle` ms; state lives in the page.
-_EMPTY_FOR_JS = """([s, ig, settle]) => {
-  const n = Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length;
+_EMPTY_FOR_JS = in_page("""([s, ig, settle]) => {
+  const n = Q.all(s).filter((e) => !(ig && Q.closest(e, ig))).length;
   if (n) { window.__mmbEmptySince = null; return false; }
   window.__mmbEmptySince = window.__mmbEmptySince || performance.now();
   return performance.now() - window.__mmbEmptySince >= settle;
-}"""
+}""")
+# What the page says in visible role=alert elements.
+_ALERTS_JS = in_page("""() => Q.all("[role=alert]").filter((e) => e.checkVisibility())
+  .map((e) => (e.innerText || "").trim()).filter(Boolean)""")
 
 
 # The centre of the send button if a click there lands on it (enabled, not covered, not moving),
 # scrolled into view first; else null. An element that an animation or transition moves must keep
 # its place for a frame, as Playwright's own check wants. Frames have their own coordinates: null.
-_CLICK_POINT_JS = """async (el) => {
+# Inside a shadow root the hit test asks that root, which answers with its own element, not the host.
+_CLICK_POINT_JS = in_page("""async (el) => {
   if (window !== window.top || el.disabled || el.getAttribute("aria-disabled") === "true") return null;
   const r0 = el.getBoundingClientRect();
   if (r0.top < 0 || r0.left < 0 || r0.bottom > innerHeight || r0.right > innerWidth) el.scrollIntoView({block: "nearest"});
   const at = () => {
     const r = el.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
-    const hit = r.width > 0 && r.height > 0 && document.elementFromPoint(x, y);
-    return hit && (hit === el || el.contains(hit)) ? {x, y} : null;
+    const hit = r.width > 0 && r.height > 0 && el.getRootNode().elementFromPoint(x, y);
+    return hit && (hit === el || Q.contains(el, hit)) ? {x, y} : null;
   };
   const first = at();
   if (!first) return null;
   const moving = !document.getAnimations ||  // a browser that cannot tell: assume it may move
     document.getAnimations().some((a) => a.playState === "running" && a.effect && a.effect.target &&
-                                         a.effect.target.contains && a.effect.target.contains(el));
+                                         a.effect.target.nodeType === 1 && Q.contains(a.effect.target, el));
   if (!moving) return first;
   await new Promise((ok) => { requestAnimationFrame(() => ok()); setTimeout(ok, 50); });  // no frames when minimized
   const second = at();
   return second && second.x === first.x && second.y === first.y ? second : null;
-}"""
+}""")
 
 
 def _squash(text: str) -> str:
@@ -111,6 +118,7 @@ class PlaywrightDriver(ChatDriver):
                 self.page = blank[0] if blank else await self.context.new_page()
             except PlaywrightError as e:
                 raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
+            await self.page.add_init_script(SHADOW_HOOK_JS)  # open shadow roots, known as they are attached
             if self._sel.dismiss:  # Playwright clicks it away before any action it would block
                 await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
             self.page.on("crash", self._on_crash)
@@ -218,7 +226,7 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"no complete reply ({step}): {outcome.describe()}", ReplyTimeout)
         if outcome.error is not None:
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
-        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices, watch_ms=outcome.check_ms)
         if self._rate_limited(reply.text):
             raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
         log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
@@ -327,9 +335,7 @@ class PlaywrightDriver(ChatDriver):
 
     async def _messages_shown(self) -> int:
         counted = self._sel.user_message or self._sel.assistant_message
-        return await self._page().evaluate(
-            "([s, ig]) => Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length",
-            [counted, self._sel.ignore or ""])
+        return await self._page().evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""])
 
     async def _verify_reset(self, mode: str, old_url: str, before: int, resend: str | None = None) -> str:
         """A new chat shows none of the old messages (and often has a new URL); else it did not reset.
@@ -384,9 +390,7 @@ class PlaywrightDriver(ChatDriver):
 
     async def _alerts(self) -> str:
         """What the page says in visible role=alert elements, e.g. why it turned a command down."""
-        texts = await self._page().evaluate(
-            "() => Array.from(document.querySelectorAll('[role=alert]')).filter(e => e.checkVisibility())"
-            ".map(e => (e.innerText || '').trim()).filter(Boolean)")
+        texts = await self._page().evaluate(_ALERTS_JS)
         return f" (the page says: {'; '.join(t[:200] for t in texts)!r})" if texts else ""
 
     # -- helpers -------------------------------------------------------------------------------
