@@ -32,6 +32,7 @@ PROFILE = Profile(
         ready="#messages",
     ),
     new_session="reload",
+    keeps_history=False,  # unless the site gives it a history (then also set a new_chat button)
     # the last chunk is rendered a frame after the stop icon goes
     completion=Completion(quiet_ms_with_markers=200),
 )

@@ -33,6 +33,7 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
+from .base import ChatBefore
 from .deep_dom import in_page
 from .profile import Profile
 
@@ -257,6 +258,7 @@ WATCH_JS = in_page(r"""
   }
 
   if (op === "arm") { const w = arm(true); return {users: w.usersBefore, last: w.lastUser}; }
+  if (op === "ours") { const users = all(cfg.user); return {users: users.length, last: users.length ? plainText(users[users.length - 1]) : null}; }
   // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { end(w, null); return true; }
@@ -266,14 +268,6 @@ WATCH_JS = in_page(r"""
 """.replace("@PLAIN_TEXT@", PLAIN_TEXT_JS))
 
 _tokens = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class ChatBefore:
-    """Our own bubbles in the chat just before a message was sent: how many, and the last one's text."""
-
-    users: int
-    last_user: str | None
 
 
 @dataclass
@@ -293,25 +287,37 @@ class WaitFailure:
     stage: str
     waited_s: float
     state: dict[str, Any]
+    selectors: dict[str, Any] = field(default_factory=dict)  # the watch's cfg: which selector saw what
 
     def describe(self) -> str:
-        s = self.state
-        text = f"{self.stage}"
-        if s.get("stage") != "our message is not shown":
-            text += (f"; busy marker {'visible' if s['busy'] else ('gone' if s['busySeen'] else 'never seen')}"
-                     f", done marker {'shown' if s['done'] else 'missing'}, {s['bubbles']} bubble(s)"
-                     + (", a placeholder still shown" if s.get("pending") else "")
-                     + (f", last text {s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else ""))
-        return text
+        """The stage, then what each selector of the reply saw, e.g. "no reply bubble after 120 s
+        (limit 120 s): nothing matched assistant_message '.bot' after our message; busy '#stop' never seen"."""
+        s, sel = self.state, self.selectors
+        if s.get("stage") == "our message is not shown":
+            return f"{self.stage}: user_message {sel.get('user')!r} shows no new message of ours"
+        found = (f"{s['bubbles']} bubble(s) matched assistant_message {sel.get('assistant')!r}, the last "
+                 f"{s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else
+                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched assistant_message "
+                 f"{sel.get('assistant')!r} after our message")
+        parts = [found]
+        if sel.get("busy"):
+            parts.append(f"busy {sel['busy']!r} {'visible' if s['busy'] else ('gone' if s['busySeen'] else 'never seen')}")
+        if sel.get("done"):
+            parts.append(f"done {sel['done']!r} {'shown' if s['done'] else 'not shown'}")
+        if s.get("pending"):
+            parts.append("a placeholder still shown")
+        return f"{self.stage}: " + "; ".join(parts)
 
 
 class ReplyWatch:
     """One reply being waited for: arm before sending, then wait_sent, then wait."""
 
-    def __init__(self, page: Page, profile: Profile, users_before: int | None = None):
+    def __init__(self, page: Page, profile: Profile, users_before: int | None = None, *,
+                 first_bubble_s: float | None = None):
         sel, c = profile.selectors, profile.completion
         self.page = page
         self.completion = c
+        self.first_bubble_s = c.first_bubble_timeout_s if first_bubble_s is None else first_bubble_s
         self.send_timeout_s = profile.send_timeout_s
         self.cfg = {
             "token": next(_tokens), "assistant": sel.assistant_message, "user": sel.user_message,
@@ -332,6 +338,11 @@ class ReplyWatch:
         self.cfg["usersBefore"] = shown["users"]
         return ChatBefore(users=shown["users"], last_user=shown["last"])
 
+    async def ours(self) -> ChatBefore:
+        """Our bubbles in the chat now, counted and read as `arm` does (needs the user selector)."""
+        shown = await self._call("ours")
+        return ChatBefore(users=shown["users"], last_user=shown["last"])
+
     async def wait_sent(self) -> str | None:
         """Our message's text as the chat shows it once it is there; None if it did not show up in time.
         Needs the profile's user selector."""
@@ -342,15 +353,16 @@ class ReplyWatch:
         """The complete reply, or why there was none within the profile's time limits."""
         c = self.completion
         started = time.monotonic()
-        result = await self._wait_in_page("reply", first_s=c.first_bubble_timeout_s, total_s=c.timeout_s)
+        result = await self._wait_in_page("reply", first_s=self.first_bubble_s, total_s=c.timeout_s)
         if result is None or "timeout" in result:
             waited = time.monotonic() - started
             state = await self._call("diagnose")
             await self._call("disarm")
             first = result is not None and result["timeout"] == "first"
-            limit = c.first_bubble_timeout_s if first else c.timeout_s
+            limit = self.first_bubble_s if first else c.timeout_s
             stage = state["stage"] if result is not None else "the watch was replaced by another"
-            return WaitFailure(stage=f"{stage} after {waited:.0f} s (limit {limit:g} s)", waited_s=waited, state=state)
+            return WaitFailure(stage=f"{stage} after {waited:.0f} s (limit {limit:g} s)", waited_s=waited, state=state,
+                               selectors=self.cfg)
         return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
                        error=result.get("error"), checks=result.get("checks", 0), check_ms=result.get("checkMs", 0.0))
 

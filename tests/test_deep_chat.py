@@ -11,6 +11,7 @@ import pytest
 
 from drivers.base import AgentErrorReply
 from drivers.deep_chat import PROFILE
+from tests.conftest import mmb
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.node_frontends import npm_install
 
@@ -32,7 +33,8 @@ def bundle() -> Path:
 
 
 def profile(lab: ChatLab, **options):
-    return PROFILE.with_overrides({"new_chat": "#new-chat"}, {"new_session": "button", "url": lab.url + "/",
+    return PROFILE.with_overrides({"new_chat": "#new-chat"}, {"new_session": "button", "keeps_history": True,
+                                                             "url": lab.url + "/",
                                                              "completion": {"first_bubble_timeout_s": 20}, **options})
 
 
@@ -42,7 +44,7 @@ def test_a_conversation_with_a_new_chat_in_deep_chat(harness, bundle, tmp_path):
         try:
             first = await driver.send("My cat is Tom.")
             second = await driver.send("Line one\nline two")
-            users = await driver.user_message_count()
+            users = (await driver.chat_before()).users
             info = await driver.new_session()
             third = await driver.send("Hello again")
             return [first, second, third], users, info
@@ -63,3 +65,16 @@ def test_deep_chat_error_bubble(harness, bundle, tmp_path):
             harness.chat(profile(lab), tmp_path, ["Are you there?"])
     assert caught.value.text == "Error, please try again."
 
+
+
+def test_probe_agrees_with_the_run_on_deep_chat(bundle, tmp_path):
+    with ChatLab(LabScenario(frontend="deep-chat"), deep_chat=bundle) as lab:
+        done = mmb("probe", lab.url + "/", "--profile", "deep_chat", "-s", "new_chat=#new-chat",
+                   "-o", "new_session=button", "--out", str(tmp_path))
+        received = list(lab.received)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "; 1 open shadow root\n" in out, out
+    assert "reply[0]: 'echo: [mmb probe] " in out and "no messages left (1 before)" in out
+    assert out.rstrip().endswith("OK: the profile fits this page")
+    assert len(received) == 1 and received[0].startswith("[mmb probe] "), received

@@ -37,9 +37,9 @@ def test_new_chat_and_its_reset_check_in_shadow_roots(harness, tmp_path, shadow)
         driver = await harness.driver(lab.profile(), tmp_path)
         try:
             await driver.send("my cat is Tom")
-            assert await driver.user_message_count() == 1
+            assert (await driver.chat_before()).users == 1
             info = await driver.new_session()
-            return info, await driver.send("hello again"), await driver.user_message_count()
+            return info, await driver.send("hello again"), (await driver.chat_before()).users
         finally:
             await driver.close()
 

@@ -88,6 +88,10 @@ class LabScenario(BaseModel):
     shadow: Literal["none", "open", "nested"] = "none"  # where the chat lives: the document, or open shadow roots
     frontend: Literal["lab", "deep-chat"] = "lab"  # deep-chat: the npm web component instead (ChatLab(deep_chat=...))
     error_next: int = 0  # the next replies are an error bubble (`.bubble.error`) instead; the server keeps the message
+    at_message: dict[int, Literal["error", "no-reply", "late"]] = {}  # the n-th message received (from 1) gets an
+    # error bubble, no reply ever (busy forever), or its reply only after late_ms (the server too has it only
+    # then, so a reload before shows no reply); the server keeps the message every time
+    late_ms: int = 3000
 
 
 class ChatLab:
@@ -168,36 +172,40 @@ class ChatLab:
 
     # -- the agent -----------------------------------------------------------------------------
 
-    def _take_error(self) -> bool:
-        """Whether this message gets an error bubble (scenario.error_next counts down)."""
-        with self._lock:
-            if self.scenario.error_next <= 0:
-                return False
-            self.scenario.error_next -= 1
-            return True
-
-    def _reply(self, conv: str, text: str, failing: bool = False) -> tuple[list[str], str | None]:
-        """The bubbles to show (none when `failing`: an error instead) and, for a reset, the new conversation id."""
+    def _reply(self, conv: str, text: str) -> tuple[list[str], str | None, str | None]:
+        """The bubbles to show, for a reset the new conversation id, and a fault: "error" or "no-reply"
+        instead of the reply (the message is kept: it was received), "late" with it."""
+        s = self.scenario
         with self._lock:
             self.received.append(text)
             history = self.conversations.setdefault(conv, [])
             history.append({"role": "me", "text": text})
-        if self.scenario.never_reply or failing:
-            return [], None
+            fault = s.at_message.get(len(self.received)) or ("no-reply" if s.never_reply else None)
+            if fault is None and s.error_next > 0:
+                s.error_next -= 1
+                fault = "error"
+        if fault in ("error", "no-reply"):
+            return [], None, fault
         if text.strip() == "/new" and self.scenario.slash_new == "reset":
             fresh = self.new_conversation()
             with self._lock:
                 self.conversations[fresh] = [*history, {"role": "bot", "text": NEW_CHAT_ACK}]
-            return [NEW_CHAT_ACK], fresh
+            return [NEW_CHAT_ACK], fresh, fault
         if self.responder is not None:
             bubbles = self.responder(text, history[:-1])
         elif self.scenario.bubbles == 1:
             bubbles = [f"echo: {text}"]
         else:
             bubbles = [f"part {i + 1} of {self.scenario.bubbles}: {text}" for i in range(self.scenario.bubbles)]
-        with self._lock:
-            history += [{"role": "bot", "text": b} for b in bubbles]
-        return bubbles, None
+        def answer() -> None:
+            with self._lock:
+                history.extend({"role": "bot", "text": b} for b in bubbles)
+
+        if fault == "late":
+            threading.Timer(self.scenario.late_ms / 1000, answer).start()
+        else:
+            answer()
+        return bubbles, None, fault
 
 
 _CONV = re.compile(r"^/c/([0-9a-f]{1,32})$")
@@ -252,9 +260,9 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             elif m := _DEEP_CHAT_API.match(path):
                 deep_chat_reply(self, lab, m.group(1))
             elif (m := _API_CONV.match(path)) and m.group(2):
-                failing = lab._take_error()
-                bubbles, fresh = lab._reply(m.group(1), str(self._body().get("text", "")), failing)
-                self._json({"bubbles": bubbles, "conversation": fresh, "error": AGENT_ERROR if failing else None})
+                bubbles, fresh, fault = lab._reply(m.group(1), str(self._body().get("text", "")))
+                self._json({"bubbles": bubbles, "conversation": fresh, "error": AGENT_ERROR if fault == "error" else None,
+                            "silent": fault == "no-reply", "late_ms": lab.scenario.late_ms if fault == "late" else 0})
             else:
                 self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
 
@@ -415,8 +423,8 @@ _HTML = r"""<!doctype html>
     });
   }
 
-  async function streamBubble(text, first) {
-    const wait = first ? cfg.first_token_ms : cfg.bubble_gap_ms;
+  async function streamBubble(text, first, late) {
+    const wait = first ? (late || cfg.first_token_ms) : cfg.bubble_gap_ms;
     let m = null;
     if (!first && !cfg.busy_in_gaps) setBusy(false);
     if (cfg.placeholder !== null) m = add({role: "bot", text: cfg.placeholder, done: false});
@@ -463,7 +471,7 @@ _HTML = r"""<!doctype html>
       add({role: "error", text: reply.error, done: true});
       return start(false);
     }
-    if (cfg.never_reply) {
+    if (reply.silent) {
       if (cfg.placeholder !== null) add({role: "bot", text: cfg.placeholder, done: false});
       return;  // busy forever
     }
@@ -472,7 +480,7 @@ _HTML = r"""<!doctype html>
       setTimeout(() => location.reload(), cfg.first_token_ms + cfg.reload_mid_reply_ms);
     }
     for (const [i, b] of reply.bubbles.entries()) {
-      await streamBubble(b, i === 0);
+      await streamBubble(b, i === 0, reply.late_ms);
       if (aborted) break;
     }
     if (reply.conversation) conv = reply.conversation;
@@ -512,8 +520,7 @@ def deep_chat_reply(handler: BaseHTTPRequestHandler, lab: ChatLab, conv: str) ->
     length = int(handler.headers.get("Content-Length") or 0)
     body = json.loads(handler.rfile.read(length) or b"{}") if length else {}
     text = next((m.get("text", "") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
-    failing = lab._take_error()
-    bubbles, _ = lab._reply(conv, text, failing)
+    bubbles, _, fault = lab._reply(conv, text)
     s = lab.scenario
     handler.send_response(HTTPStatus.OK)
     handler.send_header("Content-Type", "text/event-stream")
@@ -526,12 +533,12 @@ def deep_chat_reply(handler: BaseHTTPRequestHandler, lab: ChatLab, conv: str) ->
         handler.wfile.flush()
 
     try:
-        if failing:
+        if fault == "error":
             return event({"error": AGENT_ERROR})
-        if s.never_reply:
+        if fault == "no-reply":
             lab.stopping.wait(600)
             return
-        if lab.stopping.wait(s.first_token_ms / 1000):
+        if lab.stopping.wait((s.late_ms if fault == "late" else s.first_token_ms) / 1000):
             return
         whole = "\n\n".join(bubbles)
         step = s.chunk_chars or len(whole) or 1
