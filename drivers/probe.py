@@ -10,8 +10,8 @@ reset, as a run does. A screenshot is saved. Everything ends within the budget (
 the run's time limits are cut to fit it, and a stage that would overrun is stopped, with what each
 selector matched at that moment.
 
-Exit code: 0 when everything fits, 1 when something does not, 2 when a selector is not valid (a
-message or marker selector that is not plain CSS, or one Playwright cannot parse).
+`ok` when everything fits; `invalid` when a selector is not valid (a message or marker selector that
+is not plain CSS, or one Playwright cannot parse): `mmb probe` exits 1 or, for that, 2.
 """
 
 from __future__ import annotations
@@ -118,10 +118,6 @@ class ProbeReport(BaseModel):
                      for c in self.checks + self.after_send)
         return not (failed or self.open_error or self.out_of_time or (self.send and self.send.error)
                     or (self.new_chat and self.new_chat.error))
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 2 if self.invalid else 1
 
     def render(self) -> str:
         lines = [f"probe {self.profile} @ {self.url}", f"  page: {self.title!r}, {self.user_agent}; "

@@ -7,12 +7,14 @@ import os
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState, now
 
-__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry", "typed_into_chat"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry", "typed_into_chat"]
 
 REPORT_FILE = "report.md"
+REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
 
 
 def duration(seconds: float) -> str:
@@ -85,7 +87,7 @@ def _sessions(state: RunState) -> str:
     return "; ".join(parts) or "none"
 
 
-def render_entry(bench: Benchmark, state: RunState) -> str:
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {state.error}" if state.error else "")
@@ -106,6 +108,7 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
     ]
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
@@ -128,7 +131,7 @@ def append_entry(results_dir: Path, entry: str) -> Path:
     with open(path, "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         if f.tell() == 0:
-            f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
+            f.write(REPORT_HEADER)
         f.write("\n" + entry)
         f.flush()
         os.fsync(f.fileno())
