@@ -8,6 +8,7 @@ selector, with a screenshot of the page as it was.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -49,6 +50,7 @@ _shots = itertools.count(1)
 # Matched with document.querySelectorAll inside the page (reply_watch), so plain CSS only.
 _CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
+_HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
 _RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
 
 # Messages shown (but ignored ones), open shadow roots included.
@@ -254,7 +256,17 @@ class PlaywrightDriver(ChatDriver):
         return await ReplyWatch(self._page(), self.profile).ours()
 
     async def find_sent(self, text: str, before: ChatBefore | None) -> Presence:
-        return presence(text, before, await self.chat_before(), keeps_history=self.profile.keeps_history)
+        """Where `text` is. Without a `ready` selector to say the history is rendered, a reopened chat
+        may still be drawing it: "absent" (which allows typing it again) must hold for a few seconds,
+        and a chat showing fewer of our messages than before gets as long to catch up."""
+        deadline = time.monotonic() + (0 if self._sel.ready else _HISTORY_SETTLE_S)
+        while True:
+            now = await self.chat_before()
+            found = presence(text, before, now, keeps_history=self.profile.keeps_history)
+            growing = found.state == "unknown" and now is not None and before is not None and now.users < before.users
+            if found.state == "shown" or time.monotonic() >= deadline or (found.state == "unknown" and not growing):
+                return found
+            await asyncio.sleep(0.1)
 
     async def reply_to_last(self, *, first_bubble_s: float | None = None) -> Reply:
         now = await self.chat_before()

@@ -197,7 +197,8 @@ class ResilientDriver(ChatDriver):
                 if self.recovery.resend_unconfirmed:
                     return _Resend(f"{found.why}; agent.recovery.resend_unconfirmed is on")
                 raise NotResent(f"cannot tell whether the agent got the message: {found.why}. It is not typed again "
-                                "(agent.recovery.resend_unconfirmed would type it anyway)")
+                                "(agent.recovery.resend_unconfirmed would type it anyway; a chat that renders its "
+                                "history late needs selectors.ready)")
             try:
                 reply = await self.inner.reply_to_last(first_bubble_s=LOOK_S if short else None)
             except AgentErrorReply as e:

@@ -19,22 +19,15 @@ from persona.state import RunState, RunStore
 from tests.conftest import REPO
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.play import play
+from tests.test_debugging import LAB_SELECTORS, TINY
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
 # Three persona messages: two facts, one question after a new chat (the New chat button: no command typed).
-BENCH = {
-    "benchmark.json": {"title": "Sends", "language": "en", "chapters": ["chapter1.md"], "fact_files": ["family.md"]},
-    "chapter1.md": "# Chapter 1\n\n## Tell\nTell the facts from family.\n\n## Ask\n```js\nawait bench.newSession();\n```\n"
-                   "Ask the question.\n❓ q1 [single] Who is my wife? Correct answer: Ana\n",
-    "family.md": "# Family\n\n## 1. People\n1.1 My wife is Ana\n1.2 My son is Leo\n",
-    "profile.md": "# Bo\n\n## 1. About me\n1.1 I am Bo, 40 years old\n",
-    "instructions.md": "You are Bo. Write short messages.\n",
-}
+BENCH = {**TINY, "family.md": "# Family\n\n## 1. People\n1.1 My wife is Ana\n1.2 My son is Leo\n"}
 MESSAGES = 3
 QUICK = {"browser": {"trace": "off"}}  # no trace to keep: half a run's time on a loaded machine
-SELECTORS = {"input": "#box", "send": "#send", "assistant_message": "#log .bubble.bot", "user_message": "#log .bubble.me",
-             "busy": "#stop", "new_chat": "#new-chat", "error": "#log .bubble.error"}
+SELECTORS = {**LAB_SELECTORS, "error": "#log .bubble.error"}
 
 
 def agent(lab: ChatLab, first_bubble_s: float = 2, timeout_s: float = 20, **recovery: object) -> dict:
