@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from drivers.base import ReplyTimeout
 from persona.crashpoints import ENV as CRASH_ENV
 from persona.state import RunState, RunStore
 from tests.conftest import REPO
@@ -145,3 +146,20 @@ def test_kill_9_while_typing_or_after_sending_then_resume(write_bench, tmp_path,
 def _mmb_run(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "persona", "run", "-c", str(config)], cwd=REPO, capture_output=True,
                           text=True, timeout=240, env={**os.environ, **env}, start_new_session=True)
+
+
+def test_the_saved_dom_masks_the_runs_secrets(harness, tmp_path):
+    """The failure files are outputs too: the chat's DOM is saved with every secret the driver knows masked."""
+    async def go(lab: ChatLab):
+        driver = await harness.driver(lab.profile(completion={"first_bubble_timeout_s": 1}), tmp_path,
+                                      secrets=("tok-s3cret-42",))
+        try:
+            await driver.send("hello?")
+        finally:
+            await driver.close()
+
+    with ChatLab(LabScenario(never_reply=True, busy="none", welcome="Your key is tok-s3cret-42.")) as lab:
+        with pytest.raises(ReplyTimeout) as caught:
+            harness.run(go(lab))
+    dom = caught.value.dom.read_text()
+    assert "Your key is ***." in dom and "tok-s3cret-42" not in dom
