@@ -66,6 +66,8 @@ def typed_into_chat(state: RunState) -> str:
     """What the agent's chat was given, all told: every typing counted, resends with their reason."""
     s, pending = state.sends, state.pending
     line = f"{s.typed} persona message(s) typed"
+    if s.typed < state.turn:  # a run begun by a version of mmb that did not count them
+        line += " since mmb began counting them"
     if s.not_taken:
         line += f", {s.not_taken} of them shown by the chat never to have arrived, so {s.delivered} reached it"
     line += f"; {state.turn} answered"
