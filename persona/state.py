@@ -68,12 +68,30 @@ class PersonaMessage(BaseModel):
 
 
 class PendingSend(BaseModel):
-    """A message on its way to the agent; lets a restart tell 'typed and sent' from 'never sent'."""
+    """A message on its way to the agent; lets a restart tell 'sent' from 'never sent'."""
 
     text: str
     turn: int
     user_messages_before: int | None  # user bubbles in the chat before sending, when the UI shows them
-    status: Literal["typing", "sent"] = "typing"
+    last_user_before: str | None = None  # the last of them, as shown: with the count, proof of a message that never arrived
+    # typing: not sent yet (a restart types it); submitted: send pressed, the agent may have it; sent: the chat shows it
+    status: Literal["typing", "submitted", "sent"] = "typing"
+    typed: int = 0  # times typed and sent into the chat, resends included
+    not_taken: int = 0  # of those, shown by the chat never to have arrived
+
+
+class SendCount(BaseModel):
+    """What was typed into the agent's chat, all told: the report's counts are what the chat was given."""
+
+    typed: int = 0  # persona messages typed and sent, resends included
+    not_taken: int = 0  # of those, shown by the chat never to have arrived
+    resent: list[str] = []  # why a message was typed again, one line per time ("turn 5: ...")
+    commands: int = 0  # commands typed for new sessions ('/new', a bot's START)
+
+    @property
+    def delivered(self) -> int:
+        """Persona messages the chat took in."""
+        return self.typed - self.not_taken
 
 
 class Evaluation(BaseModel):
@@ -176,6 +194,7 @@ class RunState(BaseModel):
     turn: int = 0  # messages the agent has answered
     transcript_len: int = 0  # lines of transcript.jsonl that this state knows of
     pending: PendingSend | None = None
+    sends: SendCount = SendCount()
     failed_turns: int = 0  # persona turns in a row that did nothing (empty, or every tool call an error)
     calls_since_progress: int = 0  # persona calls since a fact was told, a check graded or a phase entered
     held_reply: str | None = None  # the agent's reply to text sent beside tool calls, shown after their results
@@ -229,6 +248,7 @@ class Exchange(BaseModel):
     reply: list[str]
     signal: str = ""
     reply_seconds: float = 0.0
+    typed: int = 1  # times the message was typed into the chat (more: resent, see RunState.sends.resent)
     at: datetime = Field(default_factory=now)
 
 

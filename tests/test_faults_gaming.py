@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
+from drivers.base import ChatDriver, Reply, SendJournal, SessionInfo
 from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig, PersonaConfig
 from persona.engine.llm import OpenAIPersona
@@ -52,17 +52,9 @@ class ScriptedAgent(ChatDriver):
     async def open(self, session_url: str | None, session_index: int = 0) -> SessionInfo:
         return SessionInfo(url=f"mem:{self.sessions}")
 
-    async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
+    async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
         self.received.append(text)
-        if on_sent:
-            await on_sent()
         return Reply(bubbles=[next(self._replies)], signal="in-process")
-
-    async def user_message_count(self) -> int | None:
-        return None
-
-    async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
-        return None
 
     async def new_session(self) -> SessionInfo:
         self.sessions += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from drivers.auth import SavedLogin, find_login, profile_path, run_login, secure_folder, storage_path
 from drivers.browser import browser_host
 from drivers.generic import PlaywrightDriver
-from drivers.probe import ProbeReport, probe
+from drivers.probe import DEFAULT_TEXT, ProbeReport, for_probe, probe
 from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
 from drivers.settings import BrowserConfig
@@ -59,15 +60,21 @@ def resolve_profile(name: str, url: str | None, selectors: dict[str, Any], optio
 
 
 async def probe_page(profile: Profile, browser: BrowserConfig, *, base_dir: Path, out_dir: Path,
-                     send: str | None, login_name: str | None, auth_dir: Path) -> ProbeReport:
+                     send: str | None, no_send: bool, login_name: str | None, auth_dir: Path, wait_s: float,
+                     budget_s: float) -> ProbeReport:
+    """The run's driver on the page, its time limits cut to the probe's budget (see drivers/probe.py);
+    `send` is the test message's text (None: the default one)."""
     login = find_login(auth_dir, login_name) if login_name else None
+    started = time.monotonic()
     async with browser_host(browser, base_dir) as host:
         chat = await host.new_context(login=login, video_dir=out_dir / "videos" if browser.video else None)
-        driver = PlaywrightDriver(profile, chat.context, artifacts=out_dir, trace=browser.trace,
+        budget_s -= time.monotonic() - started  # the browser's start is part of it
+        driver = PlaywrightDriver(for_probe(profile, wait_s), chat.context, artifacts=out_dir, trace=browser.trace,
                                   screenshot_on_failure=browser.screenshot_on_failure, secrets=chat.secrets)
         failed = True
         try:
-            report = await probe(driver, out_dir=out_dir, send=send)
+            report = await probe(driver, out_dir=out_dir, send=None if no_send else send or DEFAULT_TEXT,
+                                 budget_s=budget_s)
             failed = not report.ok
         finally:
             files = await driver.close(failed=failed)

@@ -17,7 +17,7 @@ from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, RUN_PAGE
 from persona.report.charts import Point, Scatter, scatter
 from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
-from persona.report.markdown import duration, phase_title
+from persona.report.markdown import duration, phase_title, typed_into_chat
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
 from persona.report.templating import render_page
@@ -58,6 +58,7 @@ class RunReport:
         self.distribution = distribution(evs)
         self.facts_told = facts_told(state, bench.profile.name if bench else None)
         self.active = duration(state.active_seconds)
+        self.typed = typed_into_chat(state)
         self.categories = list(by_category(evs).values())
         self.phases = list(by_phase(evs).items())
         self.costs = phase_costs(state)

@@ -19,7 +19,7 @@ from persona.report.persona_lines import compaction_lines, quirks_line, usage_li
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState
 
-__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry", "typed_into_chat"]
 
 REPORT_FILE = "report.md"
 REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
@@ -88,6 +88,25 @@ def _agent_compactions(state: RunState) -> str:
     return f"{len(state.agent_notices)} — " + "; ".join(shown)
 
 
+def typed_into_chat(state: RunState) -> str:
+    """What the agent's chat was given, all told: every typing counted, resends with their reason."""
+    s, pending = state.sends, state.pending
+    line = f"{s.typed} persona message(s) typed"
+    if s.typed < state.turn:  # a run begun by a version of mmb that did not count them
+        line += " since mmb began counting them"
+    if s.not_taken:
+        line += f", {s.not_taken} of them shown by the chat never to have arrived, so {s.delivered} reached it"
+    line += f"; {state.turn} answered"
+    if pending is not None and pending.typed > pending.not_taken:
+        line += f", turn {pending.turn} awaiting its reply"
+    if s.resent:
+        shown = s.resent[:10]
+        line += f"; typed again {len(s.resent)} time(s): " + "; ".join(shown) + (" …" if len(s.resent) > len(shown) else "")
+    if s.commands:
+        line += f"; {s.commands} command(s) typed for new sessions"
+    return line
+
+
 def _sessions(state: RunState) -> str:
     parts = []
     for s in state.sessions:
@@ -118,6 +137,7 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Run time:** {duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
         f"- **Progress:** phase {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)}, "
         f"{state.turn} messages to the agent",
+        f"- **Typed into the chat:** {typed_into_chat(state)}",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
