@@ -40,8 +40,7 @@ class RunReport:
     def __init__(self, state: RunState, exchanges: list[Exchange], folder: Path, bench: Benchmark | None = None,
                  counter: TokenCounter | None = None):
         self.state, self.exchanges, self.folder, self.bench = state, exchanges, folder, bench
-        self.ages = {a.check_id: a for a in check_ages(state, exchanges, counter or TokenCounter(),
-                                                       bench.fact_files if bench else None)}
+        self.ages = {a.check_id: a for a in check_ages(state, exchanges, counter or TokenCounter(), bench)}
         self.traces = sorted((folder / "traces").glob("*.trace.zip")) if (folder / "traces").is_dir() else []
         self.shots = sorted(folder.glob("failure-*.png"))
         self.videos = sorted((folder / "videos").glob("*.webm")) if (folder / "videos").is_dir() else []
