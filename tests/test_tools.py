@@ -69,6 +69,23 @@ def test_edit_delete_and_add_change_only_the_live_copy(box):
     assert "no section 9" in call(box, "facts_add", file="family", section=9, text="x")
 
 
+def test_each_fact_keeps_its_history_told_edited_deleted_added(box):
+    box.state.turn = 2
+    call(box, "facts_mark_told", file="family", ids=["1.2", "2.1"])
+    box.state.turn = 5
+    call(box, "facts_mark_told", file="family", ids=["1.2"])  # told once: the first time counts
+    call(box, "facts_edit", file="family", id="1.2", text="Ana is 39")
+    box.state.turn = 7
+    call(box, "facts_edit", file="family", id="2.1", text="—")
+    call(box, "facts_add", file="family", section=2, text="We have a daughter, Rita")
+    live = box.state.facts["family"]
+    assert [(e.turn, e.kind, e.text) for e in live.get("1.2").history] == [(2, "told", "Ana is 38"), (5, "edited", "Ana is 39")]
+    assert [(e.turn, e.kind) for e in live.get("2.1").history] == [(2, "told"), (7, "deleted")]
+    rita = live.get("2.2")
+    assert [(e.turn, e.kind) for e in rita.history] == [(7, "added")] and rita.told_turn == rita.changed_turn == 7
+    assert not box.bench.fact_files["family"].get("1.2").history  # the benchmark is untouched
+
+
 def test_log_evaluation_rules(box):
     assert "0 or 10" in call(box, "log_evaluation", check_id="q1", score=7, answer="a", comment="c")
     assert "not a check of the current phase" in call(box, "log_evaluation", check_id="q2", score=10, answer="a", comment="c")

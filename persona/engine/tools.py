@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from persona.benchmark.facts import DELETED, FactFile
+from persona.benchmark.facts import FactFile
 from persona.benchmark.grading import final_score, validate_score
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
@@ -148,9 +148,7 @@ class ToolBox:
         if unknown:
             raise ToolError(f"{ff.name} has no fact {', '.join(map(str, unknown))}")
         for i in ids:
-            fact = ff.get(str(i))
-            if fact.told_turn is None:
-                fact.told_turn = self.state.turn
+            ff.get(str(i)).mark_told(self.state.turn)
         return f"Marked {len(ids)} as told; {len(ff.untold())} untold left in {ff.name}."
 
     async def facts_get_untold(self, file: str) -> str:
@@ -165,19 +163,16 @@ class ToolBox:
         fact = ff.get(str(id))
         if fact is None:
             raise ToolError(f"{ff.name} has no fact {id}; ids are {', '.join(f.id for f in ff.all_facts())}")
-        fact.text = text.strip() or DELETED
-        fact.changed_turn = self.state.turn
-        fact.told_turn = fact.told_turn if fact.told_turn is not None else self.state.turn
+        fact.change(text, self.state.turn)
         return f"{ff.name} {fact.id} is now: {fact.text}"
 
     async def facts_add(self, file: str, section: int, text: str) -> str:
         ff = self._file(file)
         try:
-            fact = ff.add(int(section), text.strip())
+            fact = ff.add(int(section), text.strip(), turn=self.state.turn)
         except (KeyError, ValueError):
             sections = ", ".join(f"{s.number} ({s.title})" for s in ff.sections)
             raise ToolError(f"{ff.name} has no section {section}; sections: {sections}") from None
-        fact.told_turn = fact.changed_turn = self.state.turn
         return f"Added {ff.name} {fact.id}: {fact.text}"
 
     async def log_evaluation(self, check_id: str, score: float, answer: str, comment: str,
