@@ -26,13 +26,14 @@ from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, PersonaConfig, RunConfig
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
+from persona.engine.memory import watch_memory
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
-from persona.report.publish import publish_run
+from persona.report.publish import publish_run, run_autopsy
 from persona.secrets import RedactingFilter, known_secrets, redact
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
@@ -202,7 +203,8 @@ class Runner:
         driver: ChatDriver | None = None
         try:
             async with agent_url(plan) as url:
-                driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
+                driver = watch_memory(await self._driver(plan, browser, url, on_event=lambda text: _note(state, text)),
+                                      plan.run.agent.memory, self.config.base_dir, plan.folder, state)
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
@@ -222,7 +224,8 @@ class Runner:
             store.save(state)
             await self._close(driver, failed)
             await model.aclose()
-            path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
+            path = append_entry(self.config.results_path(),
+                                render_entry(plan.bench, state, run_autopsy(plan.folder, state, plan.bench)))
             self.progress.end(state)
             pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
                 publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),

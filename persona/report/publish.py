@@ -13,8 +13,10 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.errors import InputError
+from persona.report.autopsy import Autopsy, memory_autopsy
 from persona.report.html import write_run_report
 from persona.report.leaderboard import write_leaderboard
+from persona.report.snapshots import MemoryStore
 from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState
 from persona.tokens import TokenCounter
 
@@ -33,6 +35,17 @@ def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
                     break
                 exchanges.append(Exchange.model_validate_json(line))
     return state, exchanges
+
+
+def run_autopsy(folder: Path, state: RunState, bench: Benchmark | None) -> Autopsy | None:
+    """The memory autopsy for report.md; a failure is logged, never raised: the run's outcome stands."""
+    if not MemoryStore(folder).index_path.is_file():
+        return None  # a black-box run: nothing to read the transcript for
+    try:
+        return memory_autopsy(folder, state, read_run(folder)[1], bench)
+    except Exception as e:
+        log.warning("the memory autopsy of %s failed: %s", folder, e)
+        return None
 
 
 def publish_run(folder: Path, state: RunState, bench: Benchmark | None, results_dir: Path,
