@@ -164,7 +164,7 @@ class MemorySnapshots:
         self.source = source
         self.store = store
         self.index = store.load() or MemoryIndex()
-        self.index.source, self.index.every = source.describe(), source.config.every
+        self.index.source, self.index.every = redact(source.describe()), source.config.every
 
     async def take(self, reason: Reason, turn: int, session: int) -> None:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -136,7 +137,9 @@ class MemoryStore:
         """Write the files into a new snapshot folder first, then list it in the index."""
         n = len(index.snapshots)
         name = f"{n:03d}-{reason}" + (f"-{session}" if reason == "session" else f"-{turn}" if reason == "turn" else "")
-        (self.folder / name).mkdir(parents=True, exist_ok=True)  # even empty: `diff -r` needs the folder
+        if (self.folder / name).exists():  # left by a crash before the index listed it: nothing refers to it
+            shutil.rmtree(self.folder / name)
+        (self.folder / name).mkdir(parents=True)  # even empty: `diff -r` needs the folder
         for rel, text in files.items():
             path = self.folder / name / rel
             path.parent.mkdir(parents=True, exist_ok=True)
