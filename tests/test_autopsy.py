@@ -3,15 +3,18 @@ report.html (counts per class and category, each miss annotated, growth per sess
 
 from __future__ import annotations
 
+import asyncio
+
 from persona.benchmark.facts import FactEvent
 from persona.benchmark.phases import Category
+from persona.engine.memory import judge_paraphrases
 from persona.report.autopsy import MemoryLine, holding, memory_autopsy
 from persona.report.html import write_run_report
 from persona.report.markdown import render_entry
 from persona.report.snapshots import JudgedMemory, MemoryIndex, MemoryStore
 from persona.state import Evaluation
 from persona.tokens import TokenCounter
-from tests.support.runs import EVIL, demo_run
+from tests.support.runs import EVIL, demo_run, write_run
 
 MEMORY = ("# Notes\n- My partner Jonas is a carpenter.\n- My 10 km personal best is 54:10.\n"
           "- My sister Klara has two kids, Ebba and Noah.\n")
@@ -119,3 +122,20 @@ def test_a_black_box_run_has_no_autopsy_section(tmp_path):
     (tmp_path / "r1").mkdir()
     text = write_run_report(tmp_path / "r1", state, exchanges, bench, TokenCounter()).read_text()
     assert 'id="memory-autopsy"' not in text
+
+
+def test_the_judge_is_asked_only_where_the_matcher_found_nothing_and_once_per_snapshot(tmp_path):
+    state, exchanges, bench, _ = run_with_memory(tmp_path / "x")
+    folder = write_run(tmp_path / "x", state, exchanges)
+    asked = []
+
+    async def judge(check, memory: str):
+        asked.append(check.id)
+        assert "## notes.md" in memory and "Klara" in memory
+        return [True], "- i skip runs when it pours"
+
+    assert asyncio.run(judge_paraphrases(folder, state, bench, judge, "judge-model")) == 1
+    assert asked == ["d5"]  # the only `never stored` check
+    assert asyncio.run(judge_paraphrases(folder, state, bench, judge, "judge-model")) == 0  # kept from the first time
+    d5 = next(c for c in memory_autopsy(folder, state, exchanges, bench).checks if c.evaluation.check_id == "d5")
+    assert (d5.klass, d5.by_judge, d5.found[0].text) == ("stored, not retrieved", "judge-model", "- i skip runs when it pours")

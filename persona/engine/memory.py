@@ -18,12 +18,25 @@ import os
 import shlex
 import sqlite3
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
+from persona.benchmark.loader import Benchmark
+from persona.benchmark.phases import Check
 from persona.config import RUN_DIR, MemoryConfig
-from persona.report.snapshots import MemoryIndex, MemoryStore, Reason, note_problem, safe_relative, text_sha
+from persona.report.autopsy import memory_autopsy
+from persona.report.publish import read_run
+from persona.report.snapshots import (
+    JudgedMemory,
+    MemoryIndex,
+    MemoryStore,
+    Reason,
+    note_problem,
+    safe_relative,
+    text_sha,
+)
 from persona.secrets import redact
 from persona.state import RunState
 
@@ -236,3 +249,35 @@ def watch_memory(driver: ChatDriver, config: MemoryConfig | None, base_dir: Path
     source = MemorySource(config, base_dir, run_dir)
     return MemoryWatch(driver, MemorySnapshots(source, MemoryStore(run_dir)), state)
 
+
+
+# The judge model for paraphrases: (a check, the memory as text) -> (per expected item: is it there, the words
+# that decided it). Issue 15's judge plugs in here; without one, the autopsy is the deterministic matcher's.
+MemoryJudge = Callable[[Check, str], Awaitable[tuple[list[bool], str]]]
+MAX_JUDGED_CHARS = 60_000  # the memory a judge reads per check; past it, the verdict says it read a part
+
+
+async def judge_paraphrases(folder: Path, state: RunState, bench: Benchmark, judge: MemoryJudge, label: str) -> int:
+    """Ask the judge about each check the matcher found nowhere in memory (`never stored`); the verdicts go to
+    memory/judged.json, which the autopsy reads. A verdict is kept per snapshot: a rerun asks only anew."""
+    autopsy = memory_autopsy(folder, state, read_run(folder)[1], bench)
+    if autopsy is None:
+        return 0
+    store = MemoryStore(folder)
+    verdicts = store.load_judged()
+    checks = {c.id: c for c in bench.checks}
+    asked = 0
+    for c in autopsy.checks:
+        check = checks.get(c.evaluation.check_id)
+        known = verdicts.get(c.evaluation.check_id)
+        if c.klass != "never stored" or check is None or (known is not None and known.snapshot == c.snapshot.n):
+            continue
+        text = "\n\n".join(f"## {name}\n{body}" for name, body in store.read_snapshot(c.snapshot).items())
+        items, evidence = await judge(check, text[:MAX_JUDGED_CHARS])
+        if len(items) != len(check.items):
+            raise ValueError(f"the judge gave {len(items)} verdicts for the {len(check.items)} items of {check.id}")
+        verdicts[check.id] = JudgedMemory(snapshot=c.snapshot.n, items=items, evidence=redact(evidence)[:500], judge=label,
+                                          partial=len(text) > MAX_JUDGED_CHARS)
+        asked += 1
+        store.save_judged(verdicts)
+    return asked

@@ -218,6 +218,8 @@ def classify(e: Evaluation, asked: int, snapshot: Snapshot, lines: list[MemoryLi
         held_all, held_some, result.by_judge = all(judged.items), True, judged.judge
         result.found = [MemoryLine("(judge)", 0, judged.evidence)] if judged.evidence else []
     result.klass, result.why = _verdict(e, held_all, held_some, bool(result.old), items, found_items, result)
+    if judged is not None and judged.snapshot == snapshot.n and judged.partial:
+        result.why += f" (the judge {judged.judge} read only the beginning of this memory)"
     return result
 
 

@@ -78,6 +78,7 @@ class JudgedMemory(BaseModel):
     items: list[bool]  # per expected item
     evidence: str = ""  # the memory's words that decided it
     judge: str  # the judge's label (its model)
+    partial: bool = False  # the memory was longer than the judge reads: it saw its beginning only
 
 
 class MemoryIndex(BaseModel):
