@@ -26,6 +26,7 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 SCHEMA_VERSION = 1
 
 Status = Literal["new", "running", "finished", "failed", "interrupted"]
+ORACLE_DRIVER = "oracle"  # the dry run's agent that knows every answer: its runs measure the benchmark, not an agent
 
 
 def now() -> datetime:
@@ -137,6 +138,8 @@ class RunState(BaseModel):
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
     active_seconds: float = 0.0  # summed over restarts
+    phase_count: int | None = None  # the benchmark's phases and checks when the run last started (None: an older state)
+    checks_planned: int | None = None
 
     phase: int = 0
     finished: bool = False
@@ -155,6 +158,10 @@ class RunState(BaseModel):
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
+
+    @property
+    def oracle(self) -> bool:
+        return self.driver == ORACLE_DRIVER
 
     @property
     def session(self) -> int:

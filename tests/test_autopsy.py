@@ -92,7 +92,7 @@ def test_a_number_needs_a_word_of_the_question_or_its_facts_beside_it():
 
 def test_report_md_has_the_autopsy_with_counts_per_class_and_category_and_each_miss(tmp_path):
     state, exchanges, bench, folder = run_with_memory(tmp_path)
-    entry = render_entry(bench, state, memory_autopsy(folder, state, exchanges, bench))
+    entry = render_entry(bench, state, autopsy=memory_autopsy(folder, state, exchanges, bench))
     assert "### Memory autopsy" in entry
     assert "| category | retrieved | stored | stored, not retrieved | stale | never stored |" in entry
     assert "| updated | 0 | 0 | 0 | 1 | 0 |" in entry and "| **all** | **1** | **1** | **1** | **1** | **1** |" in entry

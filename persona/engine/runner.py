@@ -31,6 +31,7 @@ from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
+from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run, run_autopsy
@@ -135,12 +136,14 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 
 class Runner:
     def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
-                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None):
+                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None,
+                 entries_dir: Path | None = None):
         self.config = config
         self.print = print_line
         self.store_factory = store_factory  # dry runs pass a store that skips durability
         self.progress = progress or QuietProgress()
-        self.planned: dict[str, int] = {}  # checks per benchmark folder, for the leaderboard
+        self.prices = PriceTable(config.prices)
+        self.entries_dir = entries_dir or config.results_path()  # where report.md gets each run's entry
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
         async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
@@ -182,7 +185,7 @@ class Runner:
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
-            self.planned[plan.bench.root.name] = len(plan.bench.checks)
+            state.phase_count, state.checks_planned = len(plan.bench.phases), len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state)
@@ -224,16 +227,17 @@ class Runner:
             store.save(state)
             await self._close(driver, failed)
             await model.aclose()
-            path = append_entry(self.config.results_path(),
-                                render_entry(plan.bench, state, run_autopsy(plan.folder, state, plan.bench)))
+            path = append_entry(self.entries_dir, render_entry(plan.bench, state, self.prices,
+                                                               run_autopsy(plan.folder, state, plan.bench)))
             self.progress.end(state)
             pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
-                publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),
-                TokenCounter(self.config.compaction.encoding))
+                publish_run, plan.folder, state, plan.bench, self.config.results_path(),
+                TokenCounter(self.config.compaction.encoding), self.prices)
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
-                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
+                       + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 

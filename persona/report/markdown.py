@@ -9,12 +9,14 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
 from persona.report.autopsy import CLASSES, Autopsy
+from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import RunState, now
 
-__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
+REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
 
 
 def duration(seconds: float) -> str:
@@ -103,7 +105,8 @@ def _memory_autopsy(autopsy: Autopsy) -> list[str]:
     return lines
 
 
-def render_entry(bench: Benchmark, state: RunState, autopsy: Autopsy | None = None) -> str:
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None,
+                 autopsy: Autopsy | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {state.error}" if state.error else "")
@@ -123,6 +126,7 @@ def render_entry(bench: Benchmark, state: RunState, autopsy: Autopsy | None = No
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
     ]
     lines += _persona_cost(bench, state)
     if autopsy is not None:
@@ -147,7 +151,7 @@ def append_entry(results_dir: Path, entry: str) -> Path:
     with open(path, "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         if f.tell() == 0:
-            f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
+            f.write(REPORT_HEADER)
         f.write("\n" + entry)
         f.flush()
         os.fsync(f.fileno())
