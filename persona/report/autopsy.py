@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from persona.benchmark.facts import DELETED, Fact, FactFile
+from persona.benchmark.facts import DELETED, Fact, FactEvent, FactFile
 from persona.benchmark.grading import matches, stems
 from persona.benchmark.links import NUMBER_WORDS, CheckLinks
 from persona.benchmark.loader import Benchmark
@@ -171,54 +171,57 @@ def holding(value: str, lines: list[MemoryLine], anchors: set[str], *, answer: b
             and (not anchors or stems(line.text) & anchors)]
 
 
-@dataclass(frozen=True)
-class _Version:
-    turn: int | None
-    kind: str
-    text: str
-
-
-def versions(fact: Fact, original: Fact | None) -> list[_Version]:
+def versions(fact: Fact, original: Fact | None) -> list[FactEvent]:
     """The fact's texts in the run: its recorded history, or (older states) what told_turn/changed_turn say."""
     if fact.history:
-        first = [_Version(None, "in the benchmark", original.text)] if original and fact.history[0].kind != "told" \
-            and fact.history[0].kind != "added" else []
-        return first + [_Version(ev.turn, ev.kind, ev.text) for ev in fact.history]
+        return fact.history
     out = []
     if original is not None and fact.told_turn is not None:
-        out.append(_Version(fact.told_turn, "told", original.text))
+        out.append(FactEvent(turn=fact.told_turn, kind="told", text=original.text))
     if fact.changed_turn is not None and (original is None or original.text != fact.text):
-        out.append(_Version(fact.changed_turn, "deleted" if fact.deleted else "edited", fact.text))
+        out.append(FactEvent(turn=fact.changed_turn, kind="deleted" if fact.deleted else "edited", text=fact.text))
+    return out
+
+
+@dataclass
+class _LinkedTexts:
+    current: list[str] = field(default_factory=list)  # each linked fact's text when the question was asked
+    older: list[str] = field(default_factory=list)  # texts they had before
+    history: list[str] = field(default_factory=list)  # each one's life, for the report
+
+
+def _linked_texts(links: CheckLinks, live: dict[str, FactFile], original: dict[str, FactFile], asked: int) -> _LinkedTexts:
+    out = _LinkedTexts()
+    for link in links.facts:
+        fact = live[link.file].get(link.fact_id) if link.file in live else None
+        if fact is None:
+            continue
+        events = versions(fact, original[link.file].get(link.fact_id) if link.file in original else None)
+        before = [ev.text for ev in events if ev.turn < asked] or [fact.text]
+        out.current.append(before[-1])
+        out.older += [text for text in before[:-1] if text not in (before[-1], DELETED)]
+        out.history.append(f"{link.file} {link.fact_id}: " + (", ".join(_event(ev, asked) for ev in events) or "never told"))
     return out
 
 
 def classify(e: Evaluation, asked: int, snapshot: Snapshot, lines: list[MemoryLine], links: CheckLinks,
              live: dict[str, FactFile], original: dict[str, FactFile], judged: JudgedMemory | None) -> CheckAutopsy:
-    facts = [(link, live[link.file].get(link.fact_id), original[link.file].get(link.fact_id)
-              if link.file in original else None) for link in links.facts if link.file in live]
-    facts = [(link, fact, first) for link, fact, first in facts if fact is not None]
-    current, older, history = [], [], []
-    for link, fact, first in facts:
-        vs = versions(fact, first)
-        before = [v for v in vs if v.turn is None or v.turn < asked] or [_Version(None, "", fact.text)]
-        current.append(before[-1].text)
-        older += [v.text for v in before[:-1] if v.text not in (before[-1].text, DELETED)]
-        history.append(f"{link.file} {link.fact_id}: " + ", ".join(_event(v, asked) for v in vs) if vs
-                       else f"{link.file} {link.fact_id}: never told")
-    anchors = stems(e.question).union(*(stems(t) for t in current + older))
+    texts = _linked_texts(links, live, original, asked)
+    anchors = stems(e.question).union(*(stems(t) for t in texts.current + texts.older))
     items = [i.strip() for i in e.expected.split(";") if i.strip()]
     found_items = [holding(item, lines, anchors, answer=True) for item in items]
-    found_facts = [holding(text, lines, anchors) for text in current if text != DELETED]
+    found_facts = [holding(text, lines, anchors) for text in texts.current if text != DELETED]
     held_all = all(found_items) or (bool(found_facts) and all(found_facts))
     held_some = any(found_items) or any(found_facts)
     found = _unique([line for hits in found_items + found_facts for line in hits])
-    old = [line for text in older for line in holding(text, lines, anchors) if line not in found]
-    result = CheckAutopsy(e, "never stored", "", snapshot, asked, found, _unique(old), history)
-    if not held_some and judged is not None and judged.snapshot == snapshot.n and any(judged.items):
+    old = [line for text in texts.older for line in holding(text, lines, anchors) if line not in found]
+    result = CheckAutopsy(e, "never stored", "", snapshot, asked, found, _unique(old), texts.history)
+    judged = judged if judged is not None and judged.snapshot == snapshot.n else None
+    if not held_some and judged is not None and any(judged.items):  # a paraphrase the matcher cannot see
         held_all, held_some, result.by_judge = all(judged.items), True, judged.judge
         result.found = [MemoryLine("(judge)", 0, judged.evidence)] if judged.evidence else []
     result.klass, result.why = _verdict(e, held_all, held_some, bool(result.old), items, found_items, result)
-    if judged is not None and judged.snapshot == snapshot.n and judged.partial:
+    if judged is not None and judged.partial:
         result.why += f" (the judge {judged.judge} read only the beginning of this memory)"
     return result
 
@@ -243,11 +246,9 @@ def _verdict(e: Evaluation, held_all: bool, held_some: bool, old: bool, items: l
     return "never stored", f"{where} ({r.snapshot.lines} lines) held no line with {e.expected!r}{tail}"
 
 
-def _event(v: _Version, asked: int) -> str:
-    if v.turn is None:
-        return f"{_short(v.text, 50)!r} {v.kind}"
-    late = " (after the question)" if v.turn >= asked else ""
-    return f"{v.kind} at turn {v.turn}{late} {_short(v.text, 50)!r}"
+def _event(ev: FactEvent, asked: int) -> str:
+    late = " (after the question)" if ev.turn >= asked else ""
+    return f"{ev.kind} at turn {ev.turn}{late} {_short(ev.text, 50)!r}"
 
 
 def _unique(lines: list[MemoryLine]) -> list[MemoryLine]:
