@@ -139,6 +139,8 @@ def test_snapshots_at_the_start_each_changed_turn_each_new_session_and_the_end(t
     memory = run_dir / "memory"
     assert (memory / "000-start").is_dir() and not list((memory / "000-start").iterdir())  # empty, but there to diff
     assert (memory / "002-session-1" / "notes.md").read_text() == "- Jonas is a carpenter\n- 52:30\n"
+    assert (memory / "003-end" / "notes.md").samefile(memory / "002-session-1" / "notes.md")  # unchanged: linked, not copied
+    assert not (memory / "002-session-1" / "notes.md").samefile(memory / "001-turn-1" / "notes.md")
     assert fingerprint(agent) == {"notes.md": fingerprint(agent)["notes.md"]}  # nothing added to the agent's folder
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from datetime import datetime
@@ -141,16 +142,27 @@ class MemoryStore:
         if (self.folder / name).exists():  # left by a crash before the index listed it: nothing refers to it
             shutil.rmtree(self.folder / name)
         (self.folder / name).mkdir(parents=True)  # even empty: `diff -r` needs the folder
+        stats = {rel: MemoryFile(chars=len(text), lines=len(text.splitlines()), sha=text_sha({rel: text}))
+                 for rel, text in files.items()}
+        last = index.snapshots[-1] if index.snapshots else None
         for rel, text in files.items():
             path = self.folder / name / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, text, durable=False)  # the index, written last and durable, is what counts
-        snapshot = Snapshot(n=n, reason=reason, turn=turn, session=session, folder=name, sha=text_sha(files),
-                            files={rel: MemoryFile(chars=len(text), lines=len(text.splitlines()),
-                                                   sha=text_sha({rel: text})) for rel, text in files.items()})
+            if last is None or last.files.get(rel) != stats[rel] or not self._link(self.folder / last.folder / rel, path):
+                atomic_write(path, text, durable=False)  # the index, written last and durable, is what counts
+        snapshot = Snapshot(n=n, reason=reason, turn=turn, session=session, folder=name, sha=text_sha(files), files=stats)
         index.snapshots.append(snapshot)
         self.save(index)
         return snapshot
+
+    @staticmethod
+    def _link(previous: Path, path: Path) -> bool:
+        """A file unchanged since the last snapshot is a hard link to it: a big memory is not copied every turn."""
+        try:
+            os.link(previous, path)
+            return True
+        except OSError:  # gone, or a file system without hard links: write it
+            return False
 
     def read_snapshot(self, snapshot: Snapshot) -> dict[str, str]:
         """The snapshot's files as they were written; a file gone since is left out."""
