@@ -72,6 +72,36 @@ class CompactionConfig(Strict):
         return self
 
 
+RUN_DIR = "{run_dir}"  # in agent.memory paths and commands: this run's results/<id>/
+
+
+class MemoryConfig(Strict):
+    """Where the agent keeps its long-term memory, for the memory autopsy. Read only, never written:
+    a folder of files, a command that prints the memory, or an SQLite file and a query."""
+
+    folder: str | None = Field(None, description="A folder of memory files (relative to this config file; "
+                               "'~' and '{run_dir}', this run's results folder, are expanded)")
+    glob: list[str] = Field(["**/*.md"], min_length=1, description="Files of `folder` to read, as glob patterns")
+    command: list[str] | str | None = Field(None, description="A command whose output is the memory as text: an "
+                                            "argument list, or one line split like a shell would (no shell runs it)")
+    sqlite: str | None = Field(None, description="An SQLite file (copied, then queried: the agent's file is never opened for writing)")
+    query: str | None = Field(None, description="The SELECT for `sqlite`; each row becomes a line of the memory")
+    every: Literal["session", "turn"] = Field("session", description="session: a snapshot when the chat opens, at "
+                                              "each new session and at the end; turn: also before every message "
+                                              "(kept when the memory changed), for checks asked mid-session")
+    timeout_s: float = Field(30.0, gt=0, description="Seconds a command or query may take")
+    max_bytes: int = Field(5_000_000, gt=0, description="Memory read per snapshot; files past it are skipped, and counted")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MemoryConfig:
+        given = [k for k in ("folder", "command", "sqlite") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of folder, command or sqlite" + (f" (got {', '.join(given)})" if given else ""))
+        if (self.query is None) != (self.sqlite is None):
+            raise ValueError("sqlite and query go together")
+        return self
+
+
 class AgentConfig(Strict):
     """The agent under test and how to reach it."""
 
@@ -81,6 +111,8 @@ class AgentConfig(Strict):
     options: dict[str, Any] = Field({}, description="Override other profile settings (timeouts, new-session mode)")
     recovery: Recovery = Field(Recovery(), description="Retries when the chat fails: reload, reopen, resend")
     auth: str | None = Field(None, description="A login saved by `mmb login` (its --name), kept in browser.auth_dir")
+    memory: MemoryConfig | None = Field(None, description="Where the agent keeps its memory, read for the memory "
+                                        "autopsy; left out, the run stays black-box")
 
 
 class ModelPrice(Strict):

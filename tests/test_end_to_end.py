@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import REPO, demo_run, mmb
 from tests.support.quirk_server import QuirkServer, scripted_responder
 
+DEMO_MEMORY = {"folder": "{run_dir}/agent-data/memory", "glob": ["*.md"], "every": "turn"}  # as config.jsonc has it
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
 pytestmark = [pytest.mark.usefixtures("chromium"), pytest.mark.timeout(900)]
 
@@ -39,7 +40,7 @@ def reference(tmp_path_factory) -> dict:
     """One uninterrupted scripted run of the demo benchmark."""
     tmp = tmp_path_factory.mktemp("reference")
     config = tmp / "config.jsonc"
-    config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run()],
+    config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run(memory=DEMO_MEMORY)],
                                   "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}}))
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr + done.stdout
@@ -64,6 +65,23 @@ def test_demo_run_writes_state_and_report(reference):
     transcript = (results / "demo" / "transcript.jsonl").read_text().splitlines()
     assert len(transcript) == state["turn"] and all("busy-gone" in json.loads(t)["signal"] for t in transcript)
     assert not (results / "demo" / "traces").exists() or not list((results / "demo" / "traces").iterdir())
+
+
+def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_class(reference):
+    results = reference["results"]
+    memory = results / "demo" / "memory"
+    index = json.loads((memory / "index.json").read_text())
+    reasons = [s["reason"] for s in index["snapshots"]]
+    assert reasons[0] == "start" and reasons[-1] == "end" and "session" in reasons and "turn" in reasons
+    assert not index["problems"]
+    assert (memory / index["snapshots"][-1]["folder"] / "chat-1.md").read_text().startswith("# Notes from chat 1")
+    report = (results / "report.md").read_text()
+    autopsy = report.split("### Memory autopsy")[1]
+    counts = autopsy.split("| **all** |")[1].split("\n")[0]
+    assert [int(n.strip(" *")) for n in counts.split("|") if n.strip()] == [4, 2, 1, 1, 1]  # every class at least once
+    assert "**d2** [updated] 0/10 — **stale**" in autopsy and "**d5** [preference] 0/10 — **never stored**" in autopsy
+    html = (results / "demo" / "report.html").read_text()
+    assert 'id="memory-autopsy"' in html and '<details class="diff">' in html
 
 
 def test_a_finished_run_is_not_replayed_and_deleting_it_starts_over(reference, tmp_path):

@@ -109,6 +109,25 @@ def test_a_changed_profile_is_shown_again_whole(box):
     assert "replacing" not in call(box, "facts_edit", file="family", id="1.2", text="Ana is 39")
 
 
+def test_each_fact_keeps_its_history_told_edited_deleted_added(box):
+    said(box, 2)  # each claim needs a message to the agent since the one before
+    call(box, "facts_mark_told", file="family", ids=["1.2", "2.1"])
+    said(box, 3)
+    call(box, "facts_mark_told", file="family", ids=["1.2"])  # told once: the first time counts
+    said(box)
+    call(box, "facts_edit", file="family", id="1.2", text="Ana is 39")
+    said(box)
+    call(box, "facts_edit", file="family", id="2.1", text="—")
+    said(box)
+    call(box, "facts_add", file="family", section=2, text="We have a daughter, Rita")
+    live = box.state.facts["family"]
+    assert [(e.turn, e.kind, e.text) for e in live.get("1.2").history] == [(2, "told", "Ana is 38"), (6, "edited", "Ana is 39")]
+    assert [(e.turn, e.kind) for e in live.get("2.1").history] == [(2, "told"), (7, "deleted")]
+    rita = live.get("2.2")
+    assert [(e.turn, e.kind) for e in rita.history] == [(8, "added")] and rita.told_turn == rita.changed_turn == 8
+    assert not box.bench.fact_files["family"].get("1.2").history  # the benchmark is untouched
+
+
 def test_log_evaluation_rules(box):
     said(box)
     assert "0 or 10" in call(box, "log_evaluation", check_id="q1", score=7, answer="a", comment="c", second_attempt=False)

@@ -14,7 +14,7 @@ from drivers.files import PathText
 from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
 from persona.benchmark.js_check import PhasePlay, play_scripts
 from persona.benchmark.js_sandbox import compile_check
-from persona.benchmark.phases import Check, Phase, split_chapter, stray_directives
+from persona.benchmark.phases import Check, FactAddition, Phase, split_chapter, stray_directives
 from persona.errors import InputError, Problem
 from persona.jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
 from persona.textfile import read_user_text
@@ -66,6 +66,17 @@ class Benchmark(BaseModel):
         """The canonical name of a fact file a phase or tool refers to, case-insensitively."""
         wanted = fact_file_name(ref).lower()
         return next((n for n in self.fact_files if n.lower() == wanted), None)
+
+    def additions_in_play(self) -> list[tuple[Phase, FactAddition, str, str]]:
+        """Each ➕ line in play order with its fact file and the id the run will give the new fact."""
+        files = {name: ff.model_copy(deep=True) for name, ff in self.fact_files.items()}
+        out = []
+        for phase in self.phases:
+            for add in sorted(phase.additions, key=lambda a: a.line):
+                name = self.resolve_fact_file(add.file)
+                if name is not None and files[name].section(add.section) is not None:
+                    out.append((phase, add, name, files[name].add(add.section, add.text).id))
+        return out
 
 
 def manifest_schema() -> dict:
@@ -165,6 +176,19 @@ def _missing_fact(bench: Benchmark, where: str, line: int, file: str, fact_id: s
     return []
 
 
+def _stated_link_problems(bench: Benchmark, where: str, check: Check) -> list[Problem]:
+    """Facts named after 🔗 must exist, in their file or as a ➕ line will add them."""
+    added = {(name, fact_id) for _, _, name, fact_id in bench.additions_in_play()} if check.links else set()
+    problems = []
+    for link in check.links or []:
+        name = bench.resolve_fact_file(link.file)
+        if name is not None and (name, link.fact_id) in added:
+            continue
+        problems += [Problem(p.file, p.line, f"check {check.id}: 🔗 {link.file} {link.fact_id}: {p.message}")
+                     for p in _missing_fact(bench, where, check.line, link.file, link.fact_id)]
+    return problems
+
+
 def _cross_checks(bench: Benchmark, show) -> list[Problem]:
     """Rules that span files: references, unique check ids, JS that compiles, unlisted files."""
     problems: list[Problem] = []
@@ -188,6 +212,7 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
             elif bench.fact_files[name].section(add.section) is None:
                 problems.append(Problem(where, add.line, f"{name}.md has no section {add.section}"))
         for check in phase.checks:
+            problems += _stated_link_problems(bench, where, check)
             if check.id in seen_checks:
                 problems.append(Problem(where, check.line, f"check id {check.id} repeats {seen_checks[check.id]}"))
             seen_checks[check.id] = f"{where}:{check.line}"

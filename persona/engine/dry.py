@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from persona.benchmark.links import link_checks
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
@@ -179,6 +180,22 @@ def _failures(bench: Benchmark, state: RunState) -> list[str]:
     low = [e for e in state.evaluations if e.score < 10]
     if low:
         out.append(f"{len(low)} check(s) scored below 10 against an agent that knows every answer")
+    if untold := _asked_before_told(bench, state):
+        out.append(f"{len(untold)} check(s) asked before the fact they test was told: {', '.join(untold[:20])}"
+                   + (" …" if len(untold) > 20 else "") + " (the oracle knows every answer; a real agent cannot; "
+                   "`mmb validate` lists each check's facts)")
+    return out
+
+
+def _asked_before_told(bench: Benchmark, state: RunState) -> list[str]:
+    """Checks whose facts (stated, or the best inferred one) the persona had not told when it graded them."""
+    links = link_checks(bench)
+    out = []
+    for e in state.evaluations:
+        for link in links[e.check_id].primary:
+            fact = state.facts[link.file].get(link.fact_id) if link.file in state.facts else None
+            if fact is None or fact.told_turn is None or fact.told_turn > e.turn:
+                out.append(f"{e.check_id} ({link.file} {link.fact_id})")
     return out
 
 

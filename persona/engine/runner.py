@@ -28,6 +28,7 @@ from persona.config import Config, PersonaConfig, RunConfig
 from persona.crashpoints import crash_point
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
+from persona.engine.memory import watch_memory
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
 from persona.engine.preflight import preflight
@@ -36,7 +37,7 @@ from persona.errors import InputError, Problem, RunError
 from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry_once, mean
 from persona.report.progress import Progress, QuietProgress
-from persona.report.publish import publish_run
+from persona.report.publish import publish_run, run_autopsy
 from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
@@ -218,7 +219,8 @@ class Runner:
         try:
             await self._preflight(plan, state)
             async with agent_url(plan) as url:
-                driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
+                driver = watch_memory(await self._driver(plan, browser, url, on_event=lambda text: _note(state, text)),
+                                      plan.run.agent.memory, self.config.base_dir, plan.folder, state)
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
@@ -255,7 +257,8 @@ class Runner:
         """The outputs of the run's last end, each written once: its report.md entry, report.html and the
         leaderboard. A kill before all are written leaves `reported_ends` behind `ends`: the next start
         of the run, or `mmb report`, completes them."""
-        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices)
+        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices,
+                                    run_autopsy(plan.folder, state, plan.bench))
         crash_point("report.appended")
         pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
             publish_run, plan.folder, state, plan.bench, self.config.results_path(),

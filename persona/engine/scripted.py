@@ -17,7 +17,7 @@ from typing import Any
 
 from persona.benchmark.facts import Fact, parse_fact_file
 from persona.benchmark.grading import grade
-from persona.benchmark.phases import parse_directives
+from persona.benchmark.phases import fact_refs_at, parse_directives
 from persona.engine.model import ModelTurn
 from persona.engine.replies import is_agent_reply, unwrap_reply
 from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, PHASE_HEADER
@@ -90,10 +90,7 @@ def phase_plan(brief: str, language: str, done: Done = Done()) -> Plan:
     """Everything the phase asks, in the order its lines ask it (what `done` lists skipped), then
     next_phase until it accepts."""
     directives, _ = parse_directives(brief, "phase")
-    steps: list[tuple[int, int, Any]] = []
-    for line_no, line in enumerate(brief.splitlines(), 1):
-        for ref in parse_directives(line, "phase")[0]["fact_refs"]:
-            steps.append((line_no, 0, ("tell", ref)))
+    steps: list[tuple[int, int, Any]] = [(line_no, 0, ("tell", ref)) for line_no, ref in fact_refs_at(brief)]
     steps += [(m.line, 1, ("mention", m)) for m in directives["mentions"]]
     steps += [(e.line, 1, ("edit", e)) for e in directives["edits"] if (e.file, e.fact_id) not in done.changed]
     steps += [(a.line, 1, ("add", a)) for a in directives["additions"] if (a.file, a.section) not in done.added]

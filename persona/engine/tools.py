@@ -15,7 +15,7 @@ import copy
 import json
 from typing import Any
 
-from persona.benchmark.facts import DELETED, FactFile
+from persona.benchmark.facts import FactFile
 from persona.benchmark.grading import final_score, validate_score
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
@@ -184,9 +184,7 @@ class ToolBox:
             raise ToolError(f"{ff.name} has no fact {', '.join(map(str, unknown))}")
         self._check_said(ff, "mark facts told")
         for i in ids:
-            fact = ff.get(str(i))
-            if fact.told_turn is None:
-                fact.told_turn = self.state.turn
+            ff.get(str(i)).mark_told(self.state.turn)
         self._claimed_facts()
         return f"Marked {len(ids)} as told; {len(ff.untold())} untold left in {ff.name}."
 
@@ -204,9 +202,7 @@ class ToolBox:
         if fact is None:
             raise ToolError(f"{ff.name} has no fact {id}; ids are {', '.join(f.id for f in ff.all_facts())}")
         self._check_said(ff, "change a fact")
-        fact.text = text.strip() or DELETED
-        fact.changed_turn = self.state.turn
-        fact.told_turn = fact.told_turn if fact.told_turn is not None else self.state.turn
+        fact.change(text, self.state.turn)
         self._claimed_facts()
         return f"{ff.name} {fact.id} is now: {fact.text}" + self._live_profile(ff)
 
@@ -216,8 +212,7 @@ class ToolBox:
             sections = ", ".join(f"{s.number} ({s.title})" for s in ff.sections)
             raise ToolError(f"{ff.name} has no section {section}; sections: {sections}")
         self._check_said(ff, "add a fact")
-        fact = ff.add(int(section), text.strip())
-        fact.told_turn = fact.changed_turn = self.state.turn
+        fact = ff.add(int(section), text.strip(), turn=self.state.turn)
         self._claimed_facts()
         return f"Added {ff.name} {fact.id}: {fact.text}" + self._live_profile(ff)
 

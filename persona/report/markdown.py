@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.autopsy import CLASSES, Autopsy
 from persona.report.cost import PriceTable
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, distribution, mean, phase_costs
@@ -121,7 +122,41 @@ def end_marker(state: RunState) -> str:
     return f'[mmb-end]: # "{state.run_id} {state.ends}"'
 
 
-def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
+def inert(text: str, limit: int = 200) -> str:
+    """Agent text on one line of Markdown, shown as text: no HTML, link, emphasis or table cell breaks out."""
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
+
+
+def _memory_autopsy(autopsy: Autopsy) -> list[str]:
+    index = autopsy.index
+    last = index.snapshots[-1] if index.snapshots else None
+    size = f"last {last.label}: {last.lines} lines in {len(last.files)} file(s)" if last else "none taken"
+    lines = ["", "### Memory autopsy", "",
+             f"- **Memory read:** {inert(index.source)} (every {index.every}); {len(index.snapshots)} snapshot(s) in "
+             f"memory/, {size}",
+             f"- **Problems reading it:** {index.problem_count}" + "".join(
+                 f"; {inert(p.message)} (×{p.count}, turns {p.first_turn}–{p.last_turn})" for p in index.problems[:10])]
+    if autopsy.unclassified:
+        lines.append("- **Not classified:** " + "; ".join(f"{e.check_id} ({why})" for e, why in autopsy.unclassified))
+    if autopsy.checks:
+        lines += ["", "| category | " + " | ".join(CLASSES) + " |", "|---|" + "---:|" * len(CLASSES)]
+        lines += [f"| {cat} | " + " | ".join(str(n) for n in counts.values()) + " |" for cat, counts in autopsy.by_category()]
+        lines.append("| **all** | " + " | ".join(f"**{n}**" for n in autopsy.counts().values()) + " |")
+    if autopsy.misses:
+        lines += ["", f"Each check not retrieved ({len(autopsy.misses)}):", ""]
+        for c in autopsy.misses:
+            e = c.evaluation
+            judge = f" (a paraphrase, found by the judge {inert(c.by_judge)})" if c.by_judge else ""
+            lines.append(f"- **{e.check_id}** [{e.category.value}] {e.score:g}/10 — **{c.klass}**: {inert(c.why, 400)}{judge}")
+            lines += [f"  - {inert(h, 300)}" for h in c.history]
+    return lines
+
+
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None,
+                 autopsy: Autopsy | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
@@ -153,6 +188,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         lines.append(f"- **Stopped as `{state.status}`:** the state is kept; raise the limit named above and run the "
                      f"same command again to go on from here")
     lines += _persona_cost(bench, state)
+    if autopsy is not None:
+        lines += _memory_autopsy(autopsy)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
         lines += ["", f"### Answers below 10 ({len(imperfect)})"]
@@ -166,8 +203,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
     return "\n".join(lines) + "\n"
 
 
-def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState,
-                      prices: PriceTable | None = None) -> tuple[Path, bool]:
+def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState, prices: PriceTable | None = None,
+                      autopsy: Autopsy | None = None) -> tuple[Path, bool]:
     """The entry of the run's last end, appended unless report.md has it already; True when appended.
     Under an exclusive lock: parallel runs finishing together don't interleave."""
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -179,7 +216,7 @@ def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState,
             return path, False
         if f.tell() == 0:
             f.write(REPORT_HEADER)
-        f.write("\n" + render_entry(bench, state, prices))
+        f.write("\n" + render_entry(bench, state, prices, autopsy))
         f.flush()
         os.fsync(f.fileno())
     return path, True
