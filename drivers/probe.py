@@ -34,6 +34,7 @@ Verdict = Literal["ok", "missing", "invalid", "not editable", "split", "info"]
 PROBE_MARK = "[mmb probe]"
 DEFAULT_TEXT = "Hello! I am checking that this chat works."
 BUDGET_S = 25.0
+WAIT_S = 8.0  # the input may take this long to show up
 _RESERVE_S = 3.0  # kept back from the budget for the last look at the page and the screenshot
 
 # What a selector that matches nothing on a fresh page may still be fine for.

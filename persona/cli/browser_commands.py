@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from drivers.probe import BUDGET_S, WAIT_S
 from persona.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -31,8 +32,8 @@ def probe(
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Override a profile setting: key=value (completion.quiet_ms=2000)")] = None,
     send: Annotated[str | None, typer.Option("--send", help="The text of the test message (sent marked as a probe)")] = None,
     no_send: Annotated[bool, typer.Option("--no-send", help="Send nothing: only the selectors and New chat")] = False,
-    wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = 8,
-    budget: Annotated[float, typer.Option("--timeout", help="Seconds the whole probe may take")] = 25,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = WAIT_S,
+    budget: Annotated[float, typer.Option("--timeout", help="Seconds the whole probe may take")] = BUDGET_S,
     out: Annotated[Path, typer.Option("--out", help="Where the screenshot (and traces) go")] = Path("results/probe"),
     auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,

@@ -12,7 +12,9 @@ from typing import Any
 from drivers.auth import SavedLogin, find_login, profile_path, run_login, secure_folder, storage_path
 from drivers.browser import browser_host
 from drivers.generic import PlaywrightDriver
+from drivers.probe import BUDGET_S as PROBE_BUDGET_S
 from drivers.probe import DEFAULT_TEXT, ProbeReport, for_probe, probe
+from drivers.probe import WAIT_S as PROBE_WAIT_S
 from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
 from drivers.settings import BrowserConfig
@@ -102,7 +104,9 @@ async def check_runs(config: Config, plans: list[RunPlan], say: Callable[[str], 
             profile = plan.profile.model_copy(update={"url": url or plan.profile.url})
             probe = await probe_page(profile, config.browser, base_dir=config.base_dir,
                                      out_dir=config.results_path() / "check" / plan.run.id, send=None,
-                                     login_name=plan.run.agent.auth, auth_dir=config.auth_path())
+                                     no_send=True,  # a check before a run puts nothing in the agent's memory
+                                     login_name=plan.run.agent.auth, auth_dir=config.auth_path(),
+                                     wait_s=PROBE_WAIT_S, budget_s=PROBE_BUDGET_S)
         say(f"[{plan.run.id}] chat page {profile.url}:\n{probe.render()}")
         ok = ok and probe.ok
     return ok
