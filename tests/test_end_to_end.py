@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, demo_run, mmb
+from tests.conftest import NO_TRACE, REPO, demo_run, mmb
 from tests.support.quirk_server import QuirkServer, scripted_responder
 
 DEMO_MEMORY = {"folder": "{run_dir}/agent-data/memory", "glob": ["*.md"], "every": "turn"}  # as config.jsonc has it
@@ -41,7 +41,7 @@ def reference(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("reference")
     config = tmp / "config.jsonc"
     config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run(memory=DEMO_MEMORY)],
-                                  "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}}))
+                                  "browser": NO_TRACE, "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}}))
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr + done.stdout
     return {"results": tmp / "results", "stdout": done.stdout, "state": load_state(tmp / "results")}

@@ -17,7 +17,7 @@ import pytest
 from drivers.base import ReplyTimeout
 from persona.crashpoints import ENV as CRASH_ENV
 from persona.state import RunState, RunStore
-from tests.conftest import REPO
+from tests.conftest import NO_TRACE, REPO
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.play import play
 from tests.test_debugging import LAB_SELECTORS, TINY
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("chromium")
 # Three persona messages: two facts, one question after a new chat (the New chat button: no command typed).
 BENCH = {**TINY, "family.md": "# Family\n\n## 1. People\n1.1 My wife is Ana\n1.2 My son is Leo\n"}
 MESSAGES = 3
-QUICK = {"browser": {"trace": "off"}}  # no trace to keep: half a run's time on a loaded machine
+QUICK = {"browser": NO_TRACE}
 SELECTORS = {**LAB_SELECTORS, "error": "#log .bubble.error"}
 
 
