@@ -411,9 +411,10 @@ class PlaywrightDriver(ChatDriver):
             else:
                 before = await self._messages_shown()
                 if mode == "button":
-                    await self._click(self._sel.new_chat, "new chat")
+                    # The reset's own limit: a missing button fails as soon as stale messages would.
+                    await self._click(self._sel.new_chat, "new chat", self.profile.reset_timeout_s)
                     if self._sel.new_chat_confirm:
-                        await self._click(self._sel.new_chat_confirm, "new chat confirmation")
+                        await self._click(self._sel.new_chat_confirm, "new chat confirmation", self.profile.reset_timeout_s)
                 elif mode == "url":
                     await page.goto(self._address(self._open_url, self._url.reopen(self.profile.new_session_url or "")))
                 else:
@@ -511,11 +512,11 @@ class PlaywrightDriver(ChatDriver):
             raise DriverError("the chat is not open")
         return self.page
 
-    async def _click(self, selector: str | None, what: str) -> None:
+    async def _click(self, selector: str | None, what: str, timeout_s: float) -> None:
         if not selector:
             raise DriverError(f"profile {self.profile.name!r} has no selector for {what}")
         try:
-            await self._page().locator(selector).filter(visible=True).first.click(timeout=15000)
+            await self._page().locator(selector).filter(visible=True).first.click(timeout=timeout_s * 1000)
         except PlaywrightError as e:
             raise await self._error(f"cannot click {what} {selector!r}: {str(e).splitlines()[0]}") from None
 
@@ -534,7 +535,7 @@ class PlaywrightDriver(ChatDriver):
         watch = ReplyWatch(page, self.profile)
         await watch.arm()
         self.commands_typed += 1
-        await self._click(self._sel.start, "start")
+        await self._click(self._sel.start, "start", self.profile.ready_timeout_s)
         await self._wait_sent(watch, "/start")
         greeting = await self._collect(watch, "start")
         log.info("pressed start; the agent greeted with %r", greeting.text[:120])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +20,22 @@ DEMO_BENCH = REPO / "benchmarks" / "demo"
 # Test runs record no trace unless a test is about traces (tests/test_debugging.py): recording one
 # to throw away (retain-on-failure) costs about 40 % of a demo run's CPU, and the suite is CPU-bound.
 NO_TRACE = {"trace": "off"}
+# The engine settings of whole test runs of the demo benchmark: a compaction limit small enough that
+# the persona's history is compacted during the run.
+DEMO_ENGINE = {"compaction": {"max_tokens": 4000, "trim_to_tokens": 1500, "encoding": "cl100k_base"},
+               "browser": NO_TRACE}
+DEMO_MEMORY = {"folder": "{run_dir}/agent-data/memory", "glob": ["*.md"], "every": "turn"}  # as config.jsonc has it
+
+# With --dist loadfile the suite ends when its last file does: the files that take longest (summed
+# --durations=0 of one run, most first) start first, the rest follow in their usual order.
+LONGEST_FILES = ("test_telegram_web.py", "test_end_to_end.py", "test_probe.py", "test_faults_kill.py",
+                 "test_send_accounting.py", "test_faults_driver.py", "test_reply_detection.py",
+                 "test_persona_protocol.py", "test_faults_llm.py", "test_debugging.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FILES)))  # a stable sort
 
 
 @pytest.fixture(scope="session")
@@ -76,3 +94,27 @@ def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
 
 def demo_run(run_id: str = "demo", **agent: object) -> dict:
     return {"id": run_id, "benchmark": str(DEMO_BENCH), "agent": {"driver": "demo", **agent}}
+
+
+@pytest.fixture(scope="session")
+def demo_reference(tmp_path_factory, chromium):
+    """One uninterrupted scripted run of the demo benchmark (the agent's memory read as config.jsonc
+    reads it), made once per test session and shared by every xdist worker: a whole run costs 15-20 s
+    of a 2-core machine. Tests only read it; one that writes into results copies it first."""
+    from tests.support.run_process import Results
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    folder = shared / "demo-reference"
+    with (shared / "demo-reference.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs it; the others wait and read
+        if not (folder / "printed.txt").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a run that failed in another worker
+            folder.mkdir()
+            config = folder / "config.jsonc"
+            run = demo_run(memory=DEMO_MEMORY)
+            config.write_text(json.dumps({"results_dir": str(folder / "results"), "runs": [run], **DEMO_ENGINE}))
+            done = mmb("run", "-c", str(config))
+            assert done.returncode == 0, done.stderr + done.stdout
+            (folder / "printed.txt").write_text(done.stdout)
+    return Results(folder / "results", folder / "results" / "demo", (folder / "printed.txt").read_text())

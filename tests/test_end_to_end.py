@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NO_TRACE, REPO, demo_run, mmb
+from tests.conftest import DEMO_ENGINE, REPO, demo_run, mmb
 from tests.support.quirk_server import QuirkServer, scripted_responder
+from tests.support.tiny import TINY
 
-DEMO_MEMORY = {"folder": "{run_dir}/agent-data/memory", "glob": ["*.md"], "every": "turn"}  # as config.jsonc has it
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
 pytestmark = [pytest.mark.usefixtures("chromium"), pytest.mark.timeout(900)]
+COMPACTION = DEMO_ENGINE["compaction"]
 
 
 def load_state(results: Path, run_id: str = "demo") -> dict:
@@ -35,16 +37,10 @@ def agent_user_messages(results: Path, run_id: str = "demo") -> list[str]:
     return [m["text"] for c in memory["conversations"].values() for m in c["messages"] if m["role"] == "user"]
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict:
-    """One uninterrupted scripted run of the demo benchmark."""
-    tmp = tmp_path_factory.mktemp("reference")
-    config = tmp / "config.jsonc"
-    config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run(memory=DEMO_MEMORY)],
-                                  "browser": NO_TRACE, "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}}))
-    done = mmb("run", "-c", str(config))
-    assert done.returncode == 0, done.stderr + done.stdout
-    return {"results": tmp / "results", "stdout": done.stdout, "state": load_state(tmp / "results")}
+@pytest.fixture
+def reference(demo_reference) -> dict:
+    """The session's one uninterrupted scripted run of the demo benchmark (tests/conftest.py)."""
+    return {"results": demo_reference.folder, "stdout": demo_reference.printed, "state": demo_reference.state()}
 
 
 def test_demo_run_writes_state_and_report(reference):
@@ -85,8 +81,9 @@ def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_c
 
 
 def test_a_finished_run_is_not_replayed_and_deleting_it_starts_over(reference, tmp_path):
+    results = shutil.copytree(reference["results"], tmp_path / "results")  # the reference is shared: only read
     config = tmp_path / "config.jsonc"
-    config.write_text(json.dumps({"results_dir": str(reference["results"]), "runs": [demo_run()]}))
+    config.write_text(json.dumps({"results_dir": str(results), "runs": [demo_run()]}))
     again = mmb("run", "-c", str(config))
     assert again.returncode == 0 and "already finished" in again.stdout
 
@@ -111,9 +108,10 @@ def _run_until(config: Path, results: Path, turn: int) -> None:
 
 
 def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp_path):
-    config = write_config([demo_run()], compaction={"max_tokens": 4000, "trim_to_tokens": 1500})
+    config = write_config([demo_run()], compaction=COMPACTION)
     results = tmp_path / "results"
-    for turn in (1, 6, 17, 19, 24, 29):  # facts, the new session, the checks, a memory search
+    # (tests/test_faults_kill.py kills twenty-odd times, at every crash point)
+    for turn in (6, 19, 24):  # in the first chat, as the new chat opens, among the checks
         _run_until(config, results, turn)
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr
@@ -123,8 +121,10 @@ def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp
     assert agent_user_messages(results) == agent_user_messages(reference["results"])
 
 
-def test_parallel_runs_use_their_own_contexts(write_config, tmp_path):
-    config = write_config([demo_run("one"), demo_run("two")], parallel=2)
+def test_parallel_runs_use_their_own_contexts(write_bench, write_config, tmp_path):
+    tiny = str(write_bench(TINY))  # a whole run in a few seconds: what counts is that the two overlap
+    runs = [{"id": run_id, "benchmark": tiny, "agent": {"driver": "demo"}} for run_id in ("one", "two")]
+    config = write_config(runs, parallel=2)
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr
     results = tmp_path / "results"
@@ -141,7 +141,7 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write
     secret = "sk-test-do-not-leak-1234567890"
     with QuirkServer(scripted_responder("en")) as server:
         persona = {"kind": "openai", "base_url": server.base_url, "model": "test-model", "api_key_env": "MMB_TEST_KEY"}
-        config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 4000, "trim_to_tokens": 1500})
+        config = write_config([demo_run()], persona=persona, compaction=COMPACTION)
         done = mmb("run", "-c", str(config), env={"MMB_TEST_KEY": secret})
     assert done.returncode == 0, done.stderr
     state = load_state(tmp_path / "results")

@@ -14,7 +14,7 @@ import pytest
 from demo_agent.faults import ENV as DEMO_FAULTS_ENV
 from drivers.base import Reply, storable
 from persona.crashpoints import ENV as CRASH_ENV
-from tests.test_faults_kill import Results, finish, start
+from tests.support.run_process import Results, finish, start
 from tests.test_faults_secrets import TINY
 
 pytestmark = pytest.mark.usefixtures("chromium")
