@@ -38,6 +38,40 @@ class PersonaConfig(Strict):
         return "scripted" if self.kind == "scripted" else self.model
 
 
+class JudgeConfig(Strict):
+    """Who grades the agent's answers, apart from the persona, which then never sees the expected answers.
+
+    Left out, every field follows the persona: its endpoint, key and model, at temperature 0; a
+    scripted persona gets the deterministic offline judge ("rules").
+    """
+
+    kind: Literal["auto", "openai", "rules"] = Field(
+        "auto", description="openai: a model behind chat completions; rules: the offline rule grader; "
+        "auto: rules for the scripted persona, else openai")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: the persona's)")
+    model: str | None = Field(None, description="Model name (default: the persona's)")
+    api_key_env: str | None = Field(None, description="Environment variable holding the key (default: the persona's)")
+    temperature: float = Field(0.0, ge=0, description="Sampling temperature of the judge's calls")
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one judge request may take")
+    max_retries: int = Field(6, ge=0, description="Retries of a judge request on 408/409/429/5xx and timeouts")
+    max_attempts: int = Field(3, ge=1, description="Answers that are not a valid verdict before the run stops")
+
+    def resolved(self, persona: PersonaConfig) -> JudgeConfig:
+        """Every default filled in from the persona this judge goes with."""
+        kind = self.kind if self.kind != "auto" else "rules" if persona.kind == "scripted" else "openai"
+        return self.model_copy(update={
+            "kind": kind, "base_url": self.base_url if self.base_url is not None else persona.base_url,
+            "model": self.model or persona.model, "api_key_env": self.api_key_env or persona.api_key_env})
+
+    @property
+    def label(self) -> str:
+        return "rules" if self.kind == "rules" else self.model or "?"
+
+
+# "persona": the seed's behaviour, the persona grades as it goes and sees the expected answers.
+JudgeSetting = JudgeConfig | Literal["persona"]
+
+
 class CompactionConfig(Strict):
     max_tokens: int = Field(30000, gt=0)
     trim_to_tokens: int = Field(10000, gt=0)
@@ -66,10 +100,14 @@ class RunConfig(Strict):
     benchmark: str
     agent: AgentConfig = AgentConfig()
     persona: PersonaConfig | None = Field(None, description="Overrides the engine's persona for this run")
+    judge: JudgeSetting | None = Field(None, description="Overrides the engine's judge for this run")
+    repeat: int = Field(1, ge=1, description="Play the run this many times, independently: results/<id>.r1/, ...")
 
 
 class Config(Strict):
     persona: PersonaConfig = PersonaConfig()
+    judge: JudgeSetting = Field(JudgeConfig(), description='Who grades: a judge model (default: the persona\'s, '
+                                '"rules" for the scripted one) or "persona", the persona itself as it chats')
     compaction: CompactionConfig = CompactionConfig()
     browser: BrowserConfig = BrowserConfig()
     results_dir: str = "results"
@@ -87,6 +125,11 @@ class Config(Strict):
 
     def persona_for(self, run: RunConfig) -> PersonaConfig:
         return run.persona or self.persona
+
+    def judge_for(self, run: RunConfig) -> JudgeConfig | None:
+        """The run's judge with every default filled in; None when the persona grades ("persona")."""
+        judge = run.judge if run.judge is not None else self.judge
+        return None if judge == "persona" else judge.resolved(self.persona_for(run))
 
     def benchmark_path(self, run: RunConfig) -> Path:
         return (self.base_dir / run.benchmark).resolve()

@@ -70,20 +70,63 @@ class PendingSend(BaseModel):
     status: Literal["typing", "sent"] = "typing"
 
 
+class ItemMark(BaseModel):
+    """One expected item of a check, as a judge found it in the agent's answer."""
+
+    item: str  # the expected item, as the benchmark writes it
+    correct: bool
+    evidence: str = ""  # the agent's words that decided it
+
+
+class Grade(BaseModel):
+    """One grader's verdict on one check: the persona's own, or a judge's (scored by code from its items)."""
+
+    grader: str  # "persona", "rules" (the offline judge) or the judge model's name
+    raw_score: float  # before the ×0.5 memory-search rule
+    score: float
+    second_attempt: bool = False
+    comment: str = ""
+    items: list[ItemMark] = []  # a judge's: each expected item, right or not
+
+
+class QuotedTurn(BaseModel):
+    """One exchange as the chat showed it, quoted on the evaluation that graded its reply."""
+
+    turn: int
+    sent: str
+    reply: list[str]  # every bubble of the agent's reply
+
+
 class Evaluation(BaseModel):
     check_id: str
     category: Category
     question: str
     expected: str
-    answer: str
+    answer: str  # the persona's summary of the agent's answer
+    # The grade of record: the judge's, or the persona's own when config `judge` is "persona".
     raw_score: float  # as the grader gave it
     score: float  # after the ×0.5 second-attempt rule
     second_attempt: bool = False
     comment: str = ""
+    grader: str = "persona"
+    items: list[ItemMark] = []
+    persona_grade: Grade | None = None  # with a judge: the persona's own score and comment, kept beside
+    agent_turns: list[QuotedTurn] = []  # the chat from the question to the grade: what the judge read
     phase: int
     turn: int
     session: int
     graded_at: datetime = Field(default_factory=now)
+
+    @property
+    def grade(self) -> Grade:
+        return Grade(grader=self.grader, raw_score=self.raw_score, score=self.score,
+                     second_attempt=self.second_attempt, comment=self.comment, items=self.items)
+
+    def regraded(self, grade: Grade) -> Evaluation:
+        """This evaluation as another grading set scores it (the persona's own grade stays beside)."""
+        return self.model_copy(update={"raw_score": grade.raw_score, "score": grade.score, "grader": grade.grader,
+                                       "second_attempt": grade.second_attempt, "comment": grade.comment,
+                                       "items": grade.items})
 
 
 class AgentSession(BaseModel):
@@ -117,8 +160,8 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
 
-    def add(self, phase: int, prompt: int, completion: int) -> None:
-        self.calls += 1
+    def add(self, phase: int, prompt: int, completion: int, calls: int = 1) -> None:
+        self.calls += calls
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         p, c = self.by_phase.get(phase, [0, 0])
@@ -155,6 +198,9 @@ class RunState(BaseModel):
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
+    judge: str = "persona"  # who grades: "persona" (config judge: "persona"), "rules", or the judge model
+    judge_usage: Usage = Usage()
+    judge_redos: list[str] = []  # judge answers refused as no valid verdict (and asked again), with why
 
     @property
     def session(self) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from persona.config import PersonaConfig
+from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.model import ModelTurn
 from persona.errors import RunError
 from persona.secrets import redact, register_secret
@@ -41,14 +41,14 @@ def is_loopback(url: str | None) -> bool:
     return bool(url) and urlparse(url).hostname in LOOPBACK_HOSTS
 
 
-def api_key(cfg: PersonaConfig) -> str:
+def api_key(cfg: PersonaConfig | JudgeConfig, role: str = "persona") -> str:
     key = os.environ.get(cfg.api_key_env, "")
     if key:
         register_secret(key)
         return key
     if is_loopback(cfg.base_url):
         return "not-needed"  # local servers (vLLM, llama.cpp, Ollama) take any key
-    raise RunError(f"the persona model needs an API key: set the environment variable {cfg.api_key_env}")
+    raise RunError(f"the {role} model needs an API key: set the environment variable {cfg.api_key_env}")
 
 
 def backoff_seconds(attempt: int, retry_after: float | None = None, cap: float = 60.0) -> float:
@@ -77,13 +77,17 @@ def is_transient(error: Exception) -> bool:
 
 
 class OpenAIPersona:
-    def __init__(self, cfg: PersonaConfig, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+    """The persona's model client; the judge uses it too (`role` names which one an error is about)."""
+
+    def __init__(self, cfg: PersonaConfig, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 role: str = "persona"):
         import openai
 
         self.cfg = cfg
         self.label = cfg.model
+        self.role = role
         self._sleep = sleep
-        self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg), max_retries=0,
+        self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg, role), max_retries=0,
                                          timeout=cfg.timeout_s)
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
@@ -97,12 +101,12 @@ class OpenAIPersona:
             except Exception as e:
                 if not is_transient(e):
                     if isinstance(e, openai.APIStatusError):
-                        raise RunError(f"persona model refused the request: {_describe(e)}{_hint(e)}") from None
+                        raise RunError(f"{self.role} model refused the request: {_describe(e)}{_hint(e, self.role)}") from None
                     raise
                 if attempt == self.cfg.max_retries:
-                    raise RunError(f"persona model failed {attempt + 1} times, last: {_describe(e)}") from None
+                    raise RunError(f"{self.role} model failed {attempt + 1} times, last: {_describe(e)}") from None
                 wait = backoff_seconds(attempt, _retry_after(e))
-                log.warning("persona model: %s; retrying in %.1f s", _describe(e), wait)
+                log.warning("%s model: %s; retrying in %.1f s", self.role, _describe(e), wait)
                 await self._sleep(wait)
         raise AssertionError("unreachable")
 
@@ -142,9 +146,9 @@ def _describe(error: Exception) -> str:
     return f"HTTP {status}: {text}" if status else f"{type(error).__name__}: {text}"
 
 
-def _hint(error: openai.APIStatusError) -> str:
+def _hint(error: openai.APIStatusError, role: str = "persona") -> str:
     if error.status_code in (401, 403):
-        return " (check the key in the environment variable named by persona.api_key_env)"
+        return f" (check the key in the environment variable named by {role}.api_key_env)"
     if error.status_code == 404:
-        return " (check persona.base_url and persona.model)"
+        return f" (check {role}.base_url and {role}.model)"
     return ""

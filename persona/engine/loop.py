@@ -17,6 +17,7 @@ from persona.config import CompactionConfig
 from persona.crashpoints import crash_point
 from persona.engine.channel import AgentChannel
 from persona.engine.compaction import cut_index
+from persona.engine.judge import Judge
 from persona.engine.model import ModelTurn, PersonaModel
 from persona.engine.replies import wrap_reply
 from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
@@ -39,7 +40,8 @@ def clean_outgoing(text: str) -> str:
 class PersonaLoop:
     def __init__(self, *, bench: Benchmark, state: RunState, store: RunStore, model: PersonaModel,
                  driver: ChatDriver, counter: TokenCounter, compaction: CompactionConfig, max_steps: int,
-                 max_failed_turns: int = 8, on_change: Callable[[RunState], None] | None = None):
+                 max_failed_turns: int = 8, on_change: Callable[[RunState], None] | None = None,
+                 judge: Judge | None = None):
         self.bench = bench
         self.state = state
         self.store = store
@@ -50,9 +52,9 @@ class PersonaLoop:
         self.max_steps = max_steps
         self.max_failed_turns = max_failed_turns
         self.on_change = on_change
-        self.scenario = Scenario(bench, state, self.channel.new_session)
-        self.tools = ToolBox(bench, state, self.scenario)
-        self.system = system_prompt(bench)
+        self.scenario = Scenario(bench, state, self.channel.new_session, judged=judge is not None)
+        self.tools = ToolBox(bench, state, self.scenario, judge=judge, exchanges=store.transcript)
+        self.system = system_prompt(bench, judged=judge is not None)
         self.system_tokens = counter.count(self.system) + MESSAGE_OVERHEAD
         self._clock = time.monotonic()
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows

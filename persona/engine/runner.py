@@ -23,7 +23,8 @@ from drivers.registry import build_profile, needs_browser
 from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
 from persona.benchmark.loader import Benchmark, load_benchmark
-from persona.config import Config, PersonaConfig, RunConfig
+from persona.config import Config, JudgeConfig, PersonaConfig, RunConfig
+from persona.engine.judge import make_judge
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
@@ -51,6 +52,7 @@ class RunPlan:
     persona: PersonaConfig
     folder: Path
     login: SavedLogin | None = None  # agent.auth: read in place, never copied into the folder
+    judge: JudgeConfig | None = None  # None: the persona grades as it goes (config `judge: "persona"`)
 
 
 @dataclass
@@ -99,8 +101,14 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
                 api_key(persona)
             except RunError as e:
                 problems.append(config.problem(("runs", i) if run.persona else ("persona",), str(e)))
+        judge = config.judge_for(run)
+        if judge is not None and judge.kind == "openai":
+            try:
+                api_key(judge, "judge")
+            except RunError as e:
+                problems.append(config.problem(("runs", i) if run.judge is not None else ("judge",), str(e)))
         plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
-                             folder=config.results_path() / run.id, login=login))
+                             folder=config.results_path() / run.id, login=login, judge=judge))
     if problems:
         raise InputError(problems)
     return plans
@@ -116,7 +124,7 @@ def new_state(plan: RunPlan) -> RunState:
     return RunState(
         run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
         driver=plan.run.agent.driver, persona_model=plan.persona.label,
-        facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
+        judge=plan.judge.label if plan.judge else "persona", facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
     )
 
 
@@ -198,6 +206,7 @@ class Runner:
         state.status, state.error = "running", None
         store.save(state)
         model = make_persona(plan)
+        judge = make_judge(plan.judge)
         failed = True
         driver: ChatDriver | None = None
         try:
@@ -207,7 +216,7 @@ class Runner:
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
                     max_steps=plan.persona.max_steps, max_failed_turns=plan.persona.max_failed_turns,
-                    on_change=self.progress.update)
+                    on_change=self.progress.update, judge=judge)
                 await loop.run()
                 state.status, failed = "finished", False
         except asyncio.CancelledError:
@@ -222,6 +231,8 @@ class Runner:
             store.save(state)
             await self._close(driver, failed)
             await model.aclose()
+            if judge is not None:
+                await judge.aclose()
             path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
             self.progress.end(state)
             pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going

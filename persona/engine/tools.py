@@ -7,14 +7,16 @@ the tool result, so the model can correct itself. Bad arguments are reported the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from persona.benchmark.facts import DELETED, FactFile
 from persona.benchmark.grading import final_score, validate_score
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
+from persona.engine.judge import Judge, answer_turns
 from persona.engine.scenario import Scenario
-from persona.state import Evaluation, RunState
+from persona.state import Evaluation, Exchange, Grade, RunState
 
 SCENARIO_COMPLETE = "The scenario is complete. Do not write anything more."
 
@@ -93,10 +95,13 @@ def argument_problem(name: str, args: dict[str, Any]) -> str | None:
 
 
 class ToolBox:
-    def __init__(self, bench: Benchmark, state: RunState, scenario: Scenario):
+    def __init__(self, bench: Benchmark, state: RunState, scenario: Scenario, *, judge: Judge | None = None,
+                 exchanges: Callable[[], list[Exchange]] = list):
         self.bench = bench
         self.state = state
         self.scenario = scenario
+        self.judge = judge  # None: the persona's own score is the grade (config `judge: "persona"`)
+        self.exchanges = exchanges  # the chat so far, as transcript.jsonl has it
 
     async def call(self, name: str, arguments: str) -> str:
         """Run one tool call as the model wrote it; errors come back as text for the model."""
@@ -189,15 +194,30 @@ class ToolBox:
             score = float(score)
         except (TypeError, ValueError):
             raise ToolError("score must be a number") from None
-        if problem := validate_score(check, score):
+        # With a judge the persona cannot know a list from a single value: any 0-10 is its impression.
+        if problem := (validate_score(check, score) if self.judge is None else validate_score(None, score)):
             raise ToolError(problem)
-        final = final_score(score, bool(second_attempt))
+        own = Grade(grader="persona", raw_score=score, score=final_score(score, bool(second_attempt)),
+                    second_attempt=bool(second_attempt), comment=str(comment))
+        last = self.state.evaluations[-1].turn if self.state.evaluations else 0
+        turns = answer_turns(self.exchanges()[:self.state.transcript_len], check.question, last, self.state.phase)
+        record = own
+        if self.judge is not None:
+            if not turns:
+                raise ToolError(f"nothing was said in the chat since the last grade: ask {check.id} first, "
+                                "then call log_evaluation with the agent's answer")
+            judged = await self.judge.grade(check, turns)
+            self.state.judge_usage.add(self.state.phase, judged.prompt_tokens, judged.completion_tokens, judged.calls)
+            self.state.judge_redos += [f"{check.id}: {why}"[:300] for why in judged.redos]
+            record = judged.grade
         self.state.evaluations.append(Evaluation(
             check_id=check.id, category=check.category, question=check.question, expected=check.answer,
-            answer=str(answer), raw_score=score, score=final, second_attempt=bool(second_attempt),
-            comment=str(comment), phase=self.state.phase, turn=self.state.turn, session=self.state.session,
+            answer=str(answer), **record.model_dump(), persona_grade=own if self.judge else None,
+            agent_turns=turns, phase=self.state.phase, turn=self.state.turn, session=self.state.session,
         ))
-        return f"Logged {check.id}: {final:g}/10."
+        if self.judge is not None:  # the judge's score would tell the persona what the answer was not
+            return f"Logged {check.id}; the grader scores it."
+        return f"Logged {check.id}: {record.score:g}/10."
 
     # -- lookups -----------------------------------------------------------------------------------
 

@@ -141,15 +141,21 @@ def _completion(model: str, answer: dict[str, Any]) -> dict[str, Any]:
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
-def scripted_responder(language: str = "en") -> Responder:
-    """The scripted persona behind the HTTP API: the real OpenAI client path, deterministic answers."""
+def scripted_responder(language: str = "en", verdict: Callable[..., dict[str, Any]] | None = None) -> Responder:
+    """The scripted persona behind the HTTP API: the real OpenAI client path, deterministic answers.
+    Judge requests (the `grade` tool) get `verdict`'s answer, by default the offline rule judge's
+    (tests/support/judge.py)."""
     import asyncio
 
+    from persona.engine.judge import rule_verdict
     from persona.engine.scripted import ScriptedPersona
+    from tests.support.judge import is_judge_request, judge_answer
 
     persona = ScriptedPersona(language)
 
     def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if is_judge_request(tools):
+            return judge_answer(messages, verdict or rule_verdict)
         turn = asyncio.run(persona.complete(messages, tools))
         return {"content": turn.content,
                 "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]}
