@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.agreement import persona_vs_judge
 from persona.report.scores import by_category, distribution, mean, phase_costs
-from persona.state import RunState, now
+from persona.state import Evaluation, QuotedTurn, RunState, now
 
 __all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
 
@@ -22,8 +24,53 @@ def duration(seconds: float) -> str:
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line.strip() else ">" for line in (text.strip() or "(empty)").splitlines())
+def fenced(text: str) -> str:
+    """Agent text made inert in Markdown: a code block, fenced longer than any run of backticks in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text.strip() or '(empty)'}\n{fence}"
+
+
+def chat_excerpt(turns: list[QuotedTurn]) -> str:
+    """Each exchange as sent and as the agent answered it, every bubble."""
+    lines = []
+    for t in turns:
+        lines.append(f"[turn {t.turn}] persona: {t.sent}")
+        lines += [f"[turn {t.turn}] agent: {bubble}" for bubble in t.reply] or [f"[turn {t.turn}] agent: (no reply)"]
+    return "\n".join(lines)
+
+
+def marks(e: Evaluation) -> str:
+    return " · ".join(f"{'✓' if m.correct else '✗'} {m.item}" for m in e.items)
+
+
+def grading_line(state: RunState) -> str:
+    """Who graded, what it cost, and how far the persona's own scores are from the judge's."""
+    if state.judge == "persona":
+        return "the persona, as it chatted (config judge: \"persona\")"
+    usage = state.judge_usage
+    line = "the offline rule judge" if state.judge == "rules" else f"judge model {state.judge}"
+    if usage.calls:
+        line += f"; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, {usage.completion_tokens:,} out"
+    if state.judge_redos:
+        line += f"; {len(state.judge_redos)} answer(s) without a valid verdict asked again"
+    if agreed := persona_vs_judge(state.evaluations):
+        line += f"; the persona's own scores against it: {agreed.summary()}"
+    return line
+
+
+def _imperfect(e: Evaluation) -> list[str]:
+    retry = ", after a memory search" if e.second_attempt else ""
+    lines = ["", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry} (graded by {e.grader})",
+             f"- **Question:** {e.question}", f"- **Expected:** {e.expected}"]
+    if e.agent_turns:
+        lines += ["- **The chat from the question to the grade** (what the grader read):", "",
+                  fenced(chat_excerpt(e.agent_turns)), ""]
+    lines += ["- **The persona's summary of the answer:**", "", fenced(e.answer), "",
+              f"- **Grader:** {e.comment}" + (f" ({marks(e)})" if e.items else "")]
+    if (own := e.persona_grade) is not None:
+        lines.append(f"- **The persona's own grade:** {own.score:g}/10 — {own.comment}")
+    return lines
 
 
 def phase_title(bench: Benchmark, phase: int) -> str:
@@ -88,18 +135,14 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        f"- **Graded by:** {grading_line(state)}",
     ]
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
         lines += ["", f"### Answers below 10 ({len(imperfect)})"]
         for e in imperfect:
-            retry = ", after a memory search" if e.second_attempt else ""
-            lines += [
-                "", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry}",
-                f"- **Question:** {e.question}", f"- **Expected:** {e.expected}", "- **Agent:**", "",
-                _quote(e.answer), "", f"- **Grader:** {e.comment}",
-            ]
+            lines += _imperfect(e)
     return "\n".join(lines) + "\n"
 
 
