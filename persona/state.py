@@ -201,6 +201,7 @@ class RunState(BaseModel):
     judge: str = "persona"  # who grades: "persona" (config judge: "persona"), "rules", or the judge model
     judge_usage: Usage = Usage()
     judge_redos: list[str] = []  # judge answers refused as no valid verdict (and asked again), with why
+    grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
 
     @property
     def session(self) -> int:

@@ -10,7 +10,7 @@ from persona.report.agreement import Pair, agreement, point, weighted_kappa
 
 
 def pairs(a: list[float], b: list[float]) -> list[Pair]:
-    return [Pair(f"c{i}", x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))]
+    return [Pair(check_id=f"c{i}", a=x, b=y) for i, (x, y) in enumerate(zip(a, b, strict=True))]
 
 
 def quadratic_kappa_by_moments(a: list[int], b: list[int]) -> float:

@@ -134,6 +134,8 @@ def report(
     config: ConfigOption = Path("config.jsonc"),
     run_ids: Annotated[list[str] | None, typer.Option("--run", "-r", help="Only these run ids")] = None,
     results: Annotated[Path | None, typer.Option("--results", help="Results folder (default: the config's)")] = None,
+    grading: Annotated[str | None, typer.Option("--grading", help="Show this grading set (`mmb regrade`) where a run "
+                                                "has it; the pages say which they show")] = None,
 ) -> None:
     """Rebuild results/<id>/report.html of every run and results/leaderboard.{md,html} from the saved states."""
     from persona.benchmark.loader import load_benchmark
@@ -156,8 +158,52 @@ def report(
         except InputError:
             typer.secho(f"{run.id}: benchmark {run.benchmark} does not load; its report has no phase titles", err=True)
     counter = TokenCounter(cfg.compaction.encoding) if cfg else None
-    for path in rebuild(folder, benches, run_ids, counter):
+    for path in rebuild(folder, benches, run_ids, counter, grading):
         typer.echo(str(path))
+
+
+def _optional_config(config: Path) -> Config | None:
+    if not config.exists():
+        return None
+    try:
+        return load_config(config)
+    except InputError as e:
+        _fail(e)
+
+
+@app.command("regrade")
+def regrade_cmd(
+    run_id: Annotated[str, typer.Argument(help="The finished run to re-score (its folder in the results)")],
+    judge_model: Annotated[str, typer.Option("--judge-model", "-m", help="The judge model; 'rules': the offline rule judge")],
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint [default: the "
+                                                 "config's judge, else its persona]")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the key "
+                                                    "[default: as the config]")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Name of the new grading set [default: judge-MODEL]")] = None,
+    config: ConfigOption = Path("config.jsonc"),
+    results: Annotated[Path | None, typer.Option("--results", help="Results folder (default: the config's)")] = None,
+) -> None:
+    """Re-score a finished run's saved answers with another judge into a new grading set, and print the agreement."""
+    from persona.engine.regrade import agreement_lines, regrade_judge, regrade_run
+    from persona.report.gradings import set_name
+
+    _console_logging(False)
+    cfg = _optional_config(config)
+    folder = (results or (cfg.results_path() if cfg else Path("results"))) / run_id
+    if not (folder / "state.json").is_file():
+        _fail(f"no run {run_id!r}: {folder}/state.json not found")
+    try:
+        judge = regrade_judge(cfg, run_id, judge_model, base_url, api_key_env)
+        gset, original, report = asyncio.run(regrade_run(folder, judge, name or set_name(judge.label), typer.echo))
+    except RunError as e:
+        _fail(str(e), 1)
+    typer.echo(f"grading set {gset.name!r} of run {run_id}: {len(gset.grades)} checks graded by {gset.judge}"
+               f" -> {folder}/gradings/{gset.name}.json")
+    for line in agreement_lines(gset, original):
+        typer.echo(line)
+    if report:
+        typer.echo(f"report entry appended to {report}")
+    typer.echo(f"show it: mmb report --grading {gset.name}")
 
 
 @app.command("validate")

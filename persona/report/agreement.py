@@ -10,7 +10,8 @@ both graders give one and the same score to every check: there is nothing to tel
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
 
 from persona.state import Evaluation
 
@@ -18,8 +19,9 @@ POINTS = 11  # scores 0..10
 EXACT_TOLERANCE = 0.01
 
 
-@dataclass(frozen=True)
-class Pair:
+class Pair(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     check_id: str
     a: float
     b: float
@@ -29,8 +31,9 @@ class Pair:
         return abs(self.a - self.b)
 
 
-@dataclass(frozen=True)
-class Agreement:
+class Agreement(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     checks: int
     exact: float  # share of checks scored the same, 0..1
     mean_abs_difference: float
@@ -41,6 +44,10 @@ class Agreement:
         kappa = f"{self.kappa:.2f}" if self.kappa is not None else "n/a (one score only)"
         return (f"exact {100 * self.exact:.0f} % · mean |difference| {self.mean_abs_difference:.2f} · "
                 f"weighted κ {kappa} over {self.checks} checks")
+
+    def apart(self, a: str, b: str) -> str:
+        """The checks furthest apart, e.g. "d2 (persona 10, judge 0)"."""
+        return ", ".join(f"{p.check_id} ({a} {p.a:g}, {b} {p.b:g})" for p in self.furthest) or "none"
 
 
 def point(score: float) -> int:
@@ -73,9 +80,10 @@ def agreement(pairs: list[Pair], furthest: int = 5) -> Agreement | None:
     mad = sum(p.difference for p in pairs) / len(pairs)
     kappa = weighted_kappa([point(p.a) for p in pairs], [point(p.b) for p in pairs])
     apart = sorted((p for p in pairs if p.difference > EXACT_TOLERANCE), key=lambda p: -p.difference)
-    return Agreement(len(pairs), exact, mad, kappa, apart[:furthest])
+    return Agreement(checks=len(pairs), exact=exact, mean_abs_difference=mad, kappa=kappa, furthest=apart[:furthest])
 
 
 def persona_vs_judge(evaluations: list[Evaluation]) -> Agreement | None:
     """The persona's own scores against the grades of record, where a judge graded."""
-    return agreement([Pair(e.check_id, e.persona_grade.score, e.score) for e in evaluations if e.persona_grade])
+    return agreement([Pair(check_id=e.check_id, a=e.persona_grade.score, b=e.score)
+                      for e in evaluations if e.persona_grade])

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from drivers.files import atomic_write
+from persona.report.gradings import ORIGINAL, load_set, shown_with
 from persona.report.scores import CATEGORIES, Group, by_category, mean
 from persona.report.templating import render_page
 from persona.state import STATE_FILE, RunState
@@ -29,6 +30,7 @@ class Entry:
     title: str
     driver: str
     persona: str
+    judge: str  # who graded the scores shown: "persona", "rules" or the judge model
     status: str
     mean: float | None
     graded: int
@@ -39,6 +41,11 @@ class Entry:
     tokens_out: int = 0
     seconds: float = 0.0
     has_html: bool = False
+    grading: str = ORIGINAL  # the grading set shown
+
+    @property
+    def graded_by(self) -> str:
+        return self.judge if self.grading == ORIGINAL else f"{self.judge} [{self.grading}]"
 
     @property
     def coverage(self) -> str:
@@ -48,14 +55,17 @@ class Entry:
 def _entry(state: RunState, folder: Path, planned: dict[str, int]) -> Entry:
     bench = Path(state.benchmark).name
     return Entry(run_id=state.run_id, benchmark=bench, title=state.benchmark_title or bench, driver=state.driver,
-                 persona=state.persona_model, status=state.status, mean=mean(state.evaluations),
+                 persona=state.persona_model, judge=state.judge, grading=state.grading_set, status=state.status,
+                 mean=mean(state.evaluations),
                  graded=len(state.evaluations), planned=planned.get(bench), categories=by_category(state.evaluations),
                  turns=state.turn, tokens_in=state.usage.prompt_tokens, tokens_out=state.usage.completion_tokens,
                  seconds=state.active_seconds, has_html=(folder / "report.html").exists())
 
 
-def collect(results_dir: Path, planned: dict[str, int] | None = None) -> dict[tuple[str, str], list[Entry]]:
-    """(benchmark folder, title) -> its runs, best first. `planned`: checks per benchmark folder name."""
+def collect(results_dir: Path, planned: dict[str, int] | None = None,
+            grading: str | None = None) -> dict[tuple[str, str], list[Entry]]:
+    """(benchmark folder, title) -> its runs, best first. `planned`: checks per benchmark folder name;
+    `grading`: the grading set to show where a run has it (else its original grades, marked so)."""
     groups: dict[tuple[str, str], list[Entry]] = {}
     for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
         try:
@@ -63,6 +73,7 @@ def collect(results_dir: Path, planned: dict[str, int] | None = None) -> dict[tu
         except ValueError as e:  # a run being written right now is saved atomically; this is a broken one
             log.warning("leaderboard: skipping %s (%s)", path, str(e).splitlines()[0])
             continue
+        state = shown_with(state, load_set(path.parent, grading) if grading else None)
         e = _entry(state, path.parent, planned or {})
         groups.setdefault((e.benchmark, e.title), []).append(e)
     for runs in groups.values():
@@ -84,34 +95,43 @@ def _cat(e: Entry, c: str) -> str:
     return f"{g.mean:.1f}" if g else "—"
 
 
-def render_markdown(groups: dict[tuple[str, str], list[Entry]]) -> str:
+def grading_note(grading: str | None) -> str:
+    if not grading or grading == ORIGINAL:
+        return "Grades: each run's original grading set (`graded by`: its judge, or the persona)."
+    return (f"Grades: grading set `{grading}` (`mmb regrade`) where a run has it; runs without it show their "
+            "original grades (`graded by` names the set).")
+
+
+def render_markdown(groups: dict[tuple[str, str], list[Entry]], grading: str | None = None) -> str:
     lines = ["# MarathonMemBench leaderboard", "",
              "Runs of each benchmark ranked by mean score (0–10) over their graded checks; one column per check "
-             "category; `checks` is graded/planned.", ""]
+             "category; `checks` is graded/planned.", "", grading_note(grading), ""]
     if not groups:
         lines.append("No runs yet.")
     for (bench, title), runs in groups.items():
         cats = _columns(runs)
         lines += [f"## {title} (`{bench}`)", "",
-                  "| # | run | driver | persona | status | mean | " + " | ".join(cats) + (" | " if cats else "")
+                  "| # | run | driver | persona | graded by | status | mean | " + " | ".join(cats) + (" | " if cats else "")
                   + "checks | turns | persona tokens in / out |",
-                  "|---:|---|---|---|---|---:|" + "---:|" * len(cats) + "---:|---:|---:|"]
+                  "|---:|---|---|---|---|---|---:|" + "---:|" * len(cats) + "---:|---:|---:|"]
         for i, e in enumerate(runs, 1):
             name = f"[{e.run_id}]({e.run_id}/report.html)" if e.has_html else e.run_id
-            lines.append(f"| {i} | {name} | {e.driver} | {e.persona} | {e.status} | **{_score(e)}** | "
+            lines.append(f"| {i} | {name} | {e.driver} | {e.persona} | {e.graded_by} | {e.status} | **{_score(e)}** | "
                          + "".join(f"{_cat(e, c)} | " for c in cats)
                          + f"{e.coverage} | {e.turns} | {e.tokens_in:,} / {e.tokens_out:,} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 
 
-def render_html(groups: dict[tuple[str, str], list[Entry]]) -> str:
-    return render_page("leaderboard.html", groups=groups, columns=_columns, category_mean=_cat)
+def render_html(groups: dict[tuple[str, str], list[Entry]], grading: str | None = None) -> str:
+    return render_page("leaderboard.html", groups=groups, columns=_columns, category_mean=_cat,
+                       grading_note=grading_note(grading))
 
 
-def write_leaderboard(results_dir: Path, planned: dict[str, int] | None = None) -> tuple[Path, Path]:
-    groups = collect(results_dir, planned)
+def write_leaderboard(results_dir: Path, planned: dict[str, int] | None = None,
+                      grading: str | None = None) -> tuple[Path, Path]:
+    groups = collect(results_dir, planned, grading)
     md, html = results_dir / MARKDOWN_FILE, results_dir / HTML_FILE
-    atomic_write(md, render_markdown(groups))
-    atomic_write(html, render_html(groups))
+    atomic_write(md, render_markdown(groups, grading))
+    atomic_write(html, render_html(groups, grading))
     return md, html

@@ -50,12 +50,14 @@ def grading_line(state: RunState) -> str:
         return "the persona, as it chatted (config judge: \"persona\")"
     usage = state.judge_usage
     line = "the offline rule judge" if state.judge == "rules" else f"judge model {state.judge}"
+    if state.grading_set != "original":
+        line = f"grading set {state.grading_set} (`mmb regrade`): {line}"
     if usage.calls:
         line += f"; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, {usage.completion_tokens:,} out"
     if state.judge_redos:
         line += f"; {len(state.judge_redos)} answer(s) without a valid verdict asked again"
     if agreed := persona_vs_judge(state.evaluations):
-        line += f"; the persona's own scores against it: {agreed.summary()}"
+        line += f"; the persona's own scores against it: {agreed.summary()}; furthest apart: {agreed.apart('persona', 'judge')}"
     return line
 
 
@@ -121,7 +123,8 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
     status = state.status + (f": {state.error}" if state.error else "")
     usage = state.usage
     lines = [
-        f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}",
+        f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}"
+        + (f" — grading set {state.grading_set}" if state.grading_set != "original" else ""),
         "",
         f"- **Status:** {status}",
         f"- **Mean score:** {f'{avg:.2f} / 10' if avg is not None else 'n/a'} over {len(evs)} graded checks",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.errors import InputError
+from persona.report.gradings import load_set, shown_with
 from persona.report.html import write_run_report
 from persona.report.leaderboard import write_leaderboard
 from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState
@@ -46,7 +47,7 @@ def publish_run(folder: Path, state: RunState, bench: Benchmark | None, results_
         return []
 
 
-def _benchmark_at(path: str) -> Benchmark | None:
+def benchmark_at(path: str) -> Benchmark | None:
     """The run's benchmark where its state says it is (absolute, or relative to here), if it loads."""
     try:
         return load_benchmark(Path(path)) if Path(path).is_dir() else None
@@ -55,8 +56,9 @@ def _benchmark_at(path: str) -> Benchmark | None:
 
 
 def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | None = None,
-            counter: TokenCounter | None = None) -> list[Path]:
-    """Every run's report.html (or those in `only`) and the leaderboard; `benches` by run id."""
+            counter: TokenCounter | None = None, grading: str | None = None) -> list[Path]:
+    """Every run's report.html (or those in `only`) and the leaderboard; `benches` by run id.
+    `grading`: show that grading set wherever a run has it (the pages say which they show)."""
     counter = counter or TokenCounter()
     written = []
     planned = {b.root.name: len(b.checks) for b in benches.values()}
@@ -69,8 +71,9 @@ def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | 
         except ValueError as e:
             log.warning("skipping %s: %s", path, str(e).splitlines()[0])
             continue
-        bench = benches.get(run_id) or _benchmark_at(state.benchmark)
+        bench = benches.get(run_id) or benchmark_at(state.benchmark)
+        state = shown_with(state, load_set(path.parent, grading) if grading else None)
         if bench is not None:
             planned.setdefault(bench.root.name, len(bench.checks))
         written.append(write_run_report(path.parent, state, exchanges, bench, counter))
-    return written + list(write_leaderboard(results_dir, planned))
+    return written + list(write_leaderboard(results_dir, planned, grading))
