@@ -168,6 +168,31 @@ class Usage(BaseModel):
         self.by_phase[phase] = [p + prompt, c + completion]
 
 
+class Provenance(BaseModel):
+    """What produced a run and its grades, recorded at its start and again whenever a resume differs."""
+
+    at: datetime = Field(default_factory=now)
+    tool_version: str
+    git_commit: str | None = None  # when run from a checkout; "+dirty" when it had uncommitted changes
+    benchmark_files: dict[str, str]  # every file the benchmark reads -> its sha256
+    benchmark_sha256: str  # of all of them together
+    persona_model: str
+    persona_host: str | None = None  # the endpoint's host, never a key
+    judge: str  # "persona", "rules" or the judge model
+    judge_host: str | None = None
+    system_prompt_sha256: str
+    rubric_sha256: str | None = None  # with a judge model
+    driver: str
+    profile_sha256: str | None = None  # the driver profile's selectors and settings, as the run used them
+    browser: str | None = None  # e.g. "chromium 140.0.7339.185"
+    accepted_change: bool = False  # resumed over a changed benchmark, by `mmb run --accept-benchmark-change`
+
+    def differences(self, other: Provenance) -> list[str]:
+        """The fields in which `other` differs from this record (its time aside)."""
+        mine, theirs = self.model_dump(exclude={"at", "accepted_change"}), other.model_dump(exclude={"at", "accepted_change"})
+        return [k for k in mine if mine[k] != theirs[k]]
+
+
 class RunState(BaseModel):
     schema_version: int = SCHEMA_VERSION
     run_id: str
@@ -201,6 +226,7 @@ class RunState(BaseModel):
     judge: str = "persona"  # who grades: "persona" (config judge: "persona"), "rules", or the judge model
     judge_usage: Usage = Usage()
     judge_redos: list[str] = []  # judge answers refused as no valid verdict (and asked again), with why
+    provenance: list[Provenance] = []  # the start's record, then one per resume that differed
     grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
 
     @property

@@ -58,6 +58,10 @@ def test_demo_run_writes_state_and_report(reference):
     assert any(e["second_attempt"] and e["score"] == 5 for e in state["evaluations"])
     report = (results / "report.md").read_text()
     assert "Coverage audit:** 10 of 10 planned checks graded" in report
+    provenance, = state["provenance"]
+    assert provenance["browser"].startswith("chromium ") and provenance["driver"] == "demo"
+    assert len(provenance["profile_sha256"]) == 64 and f"browser {provenance['browser']}" in report
+    assert {e["grader"] for e in state["evaluations"]} == {"rules"} and "Graded by:** the offline rule judge" in report
     assert "#### d6 [aggregate] — 0/10" in report and "- **Expected:** 2" in report
     assert "finished: mean" in reference["stdout"]
     transcript = (results / "demo" / "transcript.jsonl").read_text().splitlines()
@@ -131,7 +135,8 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write
     assert first["model"] == "test-model" and first["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in first["tools"]][:3] == ["next_phase", "facts_read", "facts_mark_told"]
     assert "# Your scenario" in first["messages"][0]["content"]
-    assert state["usage"]["calls"] == len(server.requests)
+    assert state["usage"]["calls"] + state["judge_usage"]["calls"] == len(server.requests)
+    assert state["judge_usage"]["calls"] == 10 and state["judge"] == "test-model"  # its judge: the same endpoint
     for path in (tmp_path / "results").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

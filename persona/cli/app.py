@@ -82,6 +82,8 @@ def run(
                                       "in process: is every check reachable and gradable, how long is it?")] = False,
     benchmark: Annotated[list[Path] | None, typer.Option("--benchmark", "-b", help="With --dry: this benchmark "
                                                             "folder, no config needed")] = None,
+    accept_benchmark_change: Annotated[bool, typer.Option(
+        "--accept-benchmark-change", help="Resume runs whose benchmark files changed since they started")] = False,
 ) -> None:
     """Play the runs of the config (all, or --run ID...). Reruns continue where they stopped."""
     from persona.engine.runner import Runner, plan_runs
@@ -102,7 +104,8 @@ def run(
     _apply_overrides(cfg, headed, slow_mo, trace, video)
     try:
         with make_progress() as progress:
-            outcomes = asyncio.run(Runner(cfg, progress=progress).run_all(plans))
+            runner = Runner(cfg, progress=progress, accept_benchmark_change=accept_benchmark_change)
+            outcomes = asyncio.run(runner.run_all(plans))
     except KeyboardInterrupt:
         typer.echo("interrupted: the state is saved; run the same command again to continue", err=True)
         raise typer.Exit(130) from None

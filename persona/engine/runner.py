@@ -29,13 +29,14 @@ from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
+from persona.engine.provenance import check_benchmark, make_provenance, record
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
 from persona.secrets import RedactingFilter, known_secrets, redact
-from persona.state import RunState, RunStore
+from persona.state import Provenance, RunState, RunStore
 from persona.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -142,8 +143,10 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 
 class Runner:
     def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
-                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None):
+                 store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None,
+                 accept_benchmark_change: bool = False):
         self.config = config
+        self.accept_benchmark_change = accept_benchmark_change  # resume runs whose benchmark files changed
         self.print = print_line
         self.store_factory = store_factory  # dry runs pass a store that skips durability
         self.progress = progress or QuietProgress()
@@ -182,17 +185,19 @@ class Runner:
         try:
             try:
                 state = store.load() or new_state(plan)
+                if state.status == "finished":
+                    self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
+                    return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
                 _check_resumable(plan.bench, state)
+                provenance = _provenance(plan)
+                check_benchmark(state, provenance, self.accept_benchmark_change)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
-            if state.status == "finished":
-                self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
-                return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
             self.planned[plan.bench.root.name] = len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
-            return await self._play(plan, browser, store, state)
+            return await self._play(plan, browser, store, state, provenance)
         finally:
             logging.getLogger().removeHandler(handler)
             handler.close()
@@ -202,8 +207,10 @@ class Runner:
         self.print(f"[{plan.run.id}] not started: {error}")
         return RunOutcome(plan.run.id, "failed", None, error)
 
-    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState) -> RunOutcome:
+    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState,
+                    provenance: Provenance) -> RunOutcome:
         state.status, state.error = "running", None
+        state.judge = provenance.judge
         store.save(state)
         model = make_persona(plan)
         judge = make_judge(plan.judge)
@@ -212,6 +219,9 @@ class Runner:
         try:
             async with agent_url(plan) as url:
                 driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
+                provenance.browser = browser.version if browser is not None and plan.profile is not None else None
+                record(state, provenance)
+                store.save(state)
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
@@ -270,6 +280,11 @@ class Runner:
                 self.print(f"[{current_run.get()}] {what}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
+
+
+def _provenance(plan: RunPlan) -> Provenance:
+    profile = plan.profile.model_dump_json(exclude={"url", "new_session_url"}) if plan.profile else None  # URLs may hold tokens
+    return make_provenance(plan.bench, plan.persona, plan.judge, plan.run.agent.driver, profile)
 
 
 def _check_resumable(bench: Benchmark, state: RunState) -> None:

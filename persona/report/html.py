@@ -15,7 +15,7 @@ from drivers.files import atomic_write
 from persona.benchmark.loader import Benchmark
 from persona.report.charts import Point, Scatter, scatter
 from persona.report.decay import check_ages
-from persona.report.markdown import duration, grading_line, phase_title
+from persona.report.markdown import duration, grading_line, phase_title, provenance_changes, provenance_summary
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
 from persona.report.templating import render_page
 from persona.state import AgentSession, Evaluation, Exchange, RunState
@@ -53,6 +53,8 @@ class RunReport:
         self.facts_told = facts_told(state, bench.profile.name if bench else None)
         self.active = duration(state.active_seconds)
         self.grading = grading_line(state)
+        self.provenance = provenance_summary(state)
+        self.provenance_changes = provenance_changes(state)
         self.categories = list(by_category(evs).values())
         self.phases = list(by_phase(evs).items())
         self.costs = phase_costs(state)

@@ -61,6 +61,37 @@ def grading_line(state: RunState) -> str:
     return line
 
 
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "n/a"
+
+
+def provenance_summary(state: RunState) -> str:
+    """What produced the run, as last recorded: code, benchmark, models, prompts, driver, browser."""
+    if not state.provenance:
+        return "not recorded (a run of an older version)"
+    p = state.provenance[-1]
+    commit = p.git_commit or ""
+    code = f"mmb {p.tool_version}" + (f", git {commit[:12]}{'+dirty' if commit.endswith('+dirty') else ''}" if commit else "")
+    at = lambda host: f" @ {host}" if host else ""  # noqa: E731
+    parts = [code, f"benchmark sha256 {_short(p.benchmark_sha256)} over {len(p.benchmark_files)} files",
+             f"persona {p.persona_model}{at(p.persona_host)}", f"judge {p.judge}{at(p.judge_host)}",
+             f"system prompt sha256 {_short(p.system_prompt_sha256)}"]
+    if p.rubric_sha256:
+        parts.append(f"rubric sha256 {_short(p.rubric_sha256)}")
+    parts.append(f"driver {p.driver}" + (f", profile sha256 {_short(p.profile_sha256)}" if p.profile_sha256 else ""))
+    parts.append(f"browser {p.browser or 'none'}")
+    return " · ".join(parts)
+
+
+def provenance_changes(state: RunState) -> list[str]:
+    """Each resume that ran on something different from before, and in what."""
+    out = []
+    for before, after in zip(state.provenance, state.provenance[1:], strict=False):
+        what = ", ".join(before.differences(after)) or "nothing"
+        out.append(f"{after.at:%Y-%m-%d %H:%M} UTC: {what}" + (" (benchmark change accepted)" if after.accepted_change else ""))
+    return out
+
+
 def _imperfect(e: Evaluation) -> list[str]:
     retry = ", after a memory search" if e.second_attempt else ""
     lines = ["", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry} (graded by {e.grader})",
@@ -139,7 +170,10 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
         f"- **Graded by:** {grading_line(state)}",
+        f"- **Provenance:** {provenance_summary(state)}",
     ]
+    if changes := provenance_changes(state):
+        lines.append(f"- **Resumed on something different:** {'; '.join(changes)}")
     lines += _persona_cost(bench, state)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
