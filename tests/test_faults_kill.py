@@ -194,7 +194,8 @@ def test_a_whole_run_rides_out_a_sick_chat_or_stops_resumable(reference, tmp_pat
     """Through the CLI: a chat failing four times in a row stops the run with a clear error; the rerun
     resumes the pending message, recovers from an error bubble, a rate limit and dropped streams,
     notes each in the state's log, and ends like the reference, the agent taking every message once."""
-    run = demo_run(options={"completion": {"first_bubble_timeout_s": 4}},
+    # the hang shows a busy marker, so the whole-reply limit (timeout_s) is the one that ends it
+    run = demo_run(options={"completion": {"first_bubble_timeout_s": 4, "timeout_s": 4}},
                    recovery={"backoff_s": 0.2, "max_backoff_s": 2})
     config = tmp_path / "config.jsonc"
     config.write_text(json.dumps({"results_dir": str(tmp_path / "results"), "runs": [run], **ENGINE}))

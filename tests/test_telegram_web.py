@@ -169,8 +169,9 @@ def test_a_benchmark_plays_through_the_web_k_markup_with_mmb_run(site, write_con
     from tests.conftest import mmb
 
     bench = Path(__file__).resolve().parent / "support" / "frontend_bench"
+    fast_url = _url(site, "telegram_k").replace("#", "?fast#")  # FAST_BOT's timings, with FAST's windows
     config = write_config([{"id": "tg", "benchmark": str(bench),
-                            "agent": {"driver": "telegram_k", "url": _url(site, "telegram_k")}}])
+                            "agent": {"driver": "telegram_k", "url": fast_url, "options": FAST}}])
     done = mmb("run", "-c", str(config), timeout=900)
     folder = tmp_path / "results" / "tg"
     assert done.returncode == 0, done.stdout + done.stderr
