@@ -101,7 +101,13 @@ class RunConfig(Strict):
     agent: AgentConfig = AgentConfig()
     persona: PersonaConfig | None = Field(None, description="Overrides the engine's persona for this run")
     judge: JudgeSetting | None = Field(None, description="Overrides the engine's judge for this run")
-    repeat: int = Field(1, ge=1, description="Play the run this many times, independently: results/<id>.r1/, ...")
+    repeat: int = Field(1, ge=1, description="Play the run this many times, independently: results/<id>.r1/, ...; "
+                        "the leaderboard shows the mean and its 95 % confidence interval over them")
+
+    def repeat_ids(self, repeat: int | None = None) -> list[str]:
+        """The id of each repeat, stable: the run's own id when played once, else <id>.r1, <id>.r2, ..."""
+        n = repeat or self.repeat
+        return [self.id] if n == 1 else [f"{self.id}.r{k}" for k in range(1, n + 1)]
 
 
 class Config(Strict):
@@ -126,6 +132,18 @@ class Config(Strict):
     def persona_for(self, run: RunConfig) -> PersonaConfig:
         return run.persona or self.persona
 
+    def id_clashes(self, repeat: int | None = None) -> list[Problem]:
+        """Runs (or their repeats, each played `repeat` times if given) that would share a results folder."""
+        problems = []
+        seen: dict[str, int] = {}
+        for i, run in enumerate(self.runs):
+            for run_id in run.repeat_ids(repeat):
+                if run_id in seen:
+                    what = f"run id {run_id!r}" + (f" (a repeat of {run.id!r})" if run_id != run.id else "")
+                    problems.append(self.problem(("runs", i, "id"), f"{what} repeats run {seen[run_id]}"))
+                seen.setdefault(run_id, i)
+        return problems
+
     def judge_for(self, run: RunConfig) -> JudgeConfig | None:
         """The run's judge with every default filled in; None when the persona grades ("persona")."""
         judge = run.judge if run.judge is not None else self.judge
@@ -149,12 +167,6 @@ def load_config(path: Path) -> Config:
         config = Config.model_validate({**data, "base_dir": path.resolve().parent, "source": path, "locations": lines})
     except ValidationError as e:
         raise InputError(pydantic_problems(e, path, lines)) from None
-    problems = []
-    seen: dict[str, int] = {}
-    for i, run in enumerate(config.runs):
-        if run.id in seen:
-            problems.append(config.problem(("runs", i, "id"), f"run id {run.id!r} repeats run {seen[run.id]}"))
-        seen[run.id] = i
-    if problems:
+    if problems := config.id_clashes():
         raise InputError(problems)
     return config

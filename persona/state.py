@@ -200,6 +200,8 @@ class RunState(BaseModel):
     benchmark_title: str = ""
     driver: str
     persona_model: str
+    repeat_of: str | None = None  # the configured run's id, when this run is one of its repeats
+    repeat: int | None = None  # which repeat, from 1
     status: Status = "new"
     error: str | None = None
     created_at: datetime = Field(default_factory=now)

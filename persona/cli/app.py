@@ -82,6 +82,8 @@ def run(
                                       "in process: is every check reachable and gradable, how long is it?")] = False,
     benchmark: Annotated[list[Path] | None, typer.Option("--benchmark", "-b", help="With --dry: this benchmark "
                                                             "folder, no config needed")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", min=1, help="Play each run N times, independently "
+                                               "(results/<id>.r1/ ...), over its `repeat` in the config")] = None,
     accept_benchmark_change: Annotated[bool, typer.Option(
         "--accept-benchmark-change", help="Resume runs whose benchmark files changed since they started")] = False,
 ) -> None:
@@ -98,7 +100,7 @@ def run(
     _console_logging(verbose)
     try:
         cfg = load_config(config)
-        plans = plan_runs(cfg, run_ids)
+        plans = plan_runs(cfg, run_ids, repeat)
     except InputError as e:
         _fail(e)
     _apply_overrides(cfg, headed, slow_mo, trace, video)

@@ -54,6 +54,8 @@ class RunPlan:
     folder: Path
     login: SavedLogin | None = None  # agent.auth: read in place, never copied into the folder
     judge: JudgeConfig | None = None  # None: the persona grades as it goes (config `judge: "persona"`)
+    repeat_of: str | None = None  # the configured run's id, when this is one of its repeats
+    repeat: int | None = None  # which repeat, from 1
 
 
 @dataclass
@@ -64,17 +66,21 @@ class RunOutcome:
     error: str | None = None
 
 
-def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
-    """Validate every selected run (benchmark, driver, persona key); one InputError lists all problems."""
-    problems: list[Problem] = []
+def plan_runs(config: Config, only: list[str] | None = None, repeat: int | None = None) -> list[RunPlan]:
+    """Validate every selected run (benchmark, driver, persona key); one InputError lists all problems.
+
+    A run with `repeat: N` (or every run, with `repeat`) becomes N plans with stable ids and folders,
+    <id>.r1 ... <id>.rN; `only` names runs or single repeats."""
+    problems: list[Problem] = config.id_clashes(repeat) if repeat else []
     plans = []
-    known = {r.id for r in config.runs}
+    known = {r.id for r in config.runs} | {i for r in config.runs for i in r.repeat_ids(repeat)}
     for wanted in only or []:
         if wanted not in known:
             problems.append(Problem(str(config.source), None, f"no run with id {wanted!r} (runs: {', '.join(sorted(known))})"))
     benches: dict[Path, Benchmark] = {}
     for i, run in enumerate(config.runs):
-        if only and run.id not in only:
+        ids = run.repeat_ids(repeat)
+        if only and run.id not in only and not set(ids) & set(only):
             continue
         path = config.benchmark_path(run)
         try:
@@ -108,8 +114,13 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
                 api_key(judge, "judge")
             except RunError as e:
                 problems.append(config.problem(("runs", i) if run.judge is not None else ("judge",), str(e)))
-        plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
-                             folder=config.results_path() / run.id, login=login, judge=judge))
+        for k, run_id in enumerate(ids, 1):
+            if only and run.id not in only and run_id not in only:
+                continue
+            repeated = len(ids) > 1
+            plans.append(RunPlan(run=run.model_copy(update={"id": run_id}) if repeated else run, bench=bench,
+                                 profile=profile, persona=persona, folder=config.results_path() / run_id, login=login,
+                                 judge=judge, repeat_of=run.id if repeated else None, repeat=k if repeated else None))
     if problems:
         raise InputError(problems)
     return plans
@@ -125,7 +136,7 @@ def new_state(plan: RunPlan) -> RunState:
     return RunState(
         run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
         driver=plan.run.agent.driver, persona_model=plan.persona.label,
-        judge=plan.judge.label if plan.judge else "persona", facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
+        judge=plan.judge.label if plan.judge else "persona", repeat_of=plan.repeat_of, repeat=plan.repeat, facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from drivers.files import atomic_write
 from persona.report.gradings import ORIGINAL, load_set, shown_with
+from persona.report.repeats import Interval, interval
 from persona.report.scores import CATEGORIES, Group, by_category, mean
 from persona.report.templating import render_page
 from persona.state import STATE_FILE, RunState
@@ -42,6 +43,12 @@ class Entry:
     seconds: float = 0.0
     has_html: bool = False
     grading: str = ORIGINAL  # the grading set shown
+    repeat_of: str | None = None  # the configured run, when this is one of its repeats
+
+    @property
+    def agent(self) -> str:
+        """What repeats are pooled under: the configured run's id."""
+        return self.repeat_of or self.run_id
 
     @property
     def graded_by(self) -> str:
@@ -59,7 +66,7 @@ def _entry(state: RunState, folder: Path, planned: dict[str, int]) -> Entry:
                  mean=mean(state.evaluations),
                  graded=len(state.evaluations), planned=planned.get(bench), categories=by_category(state.evaluations),
                  turns=state.turn, tokens_in=state.usage.prompt_tokens, tokens_out=state.usage.completion_tokens,
-                 seconds=state.active_seconds, has_html=(folder / "report.html").exists())
+                 seconds=state.active_seconds, has_html=(folder / "report.html").exists(), repeat_of=state.repeat_of)
 
 
 def collect(results_dir: Path, planned: dict[str, int] | None = None,
@@ -79,6 +86,57 @@ def collect(results_dir: Path, planned: dict[str, int] | None = None,
     for runs in groups.values():
         runs.sort(key=lambda e: (e.mean is None, -(e.mean or 0), -e.graded, e.run_id))
     return dict(sorted(groups.items()))
+
+
+@dataclass
+class Pooled:
+    """An agent over its finished repeats: mean ± 95 % CI, overall and per category."""
+
+    agent: str
+    graded_by: str
+    overall: Interval
+    categories: dict[str, Interval]
+    left_out: list[str]  # repeats not finished, not pooled
+    overlaps: list[str] = field(default_factory=list)  # agents whose interval overlaps this one's
+
+
+def pooled(runs: list[Entry]) -> list[Pooled]:
+    """Every agent of a benchmark with more than one repeat, best first; says whose intervals overlap.
+    Empty when no run was repeated."""
+    by_agent: dict[str, list[Entry]] = {}
+    for e in runs:
+        by_agent.setdefault(e.agent, []).append(e)
+    if all(len(v) == 1 for v in by_agent.values()):
+        return []
+    out = []
+    for agent, entries in by_agent.items():
+        done = [e for e in entries if e.status == "finished" and e.mean is not None]
+        overall = interval([e.mean for e in done if e.mean is not None])
+        if overall is None:
+            continue
+        cats = {c: iv for c in _columns(done) if (iv := interval([e.categories[c].mean for e in done if c in e.categories]))}
+        out.append(Pooled(agent, done[0].graded_by, overall, cats, sorted(e.run_id for e in entries if e not in done)))
+    for a in out:
+        a.overlaps = [b.agent for b in out if b is not a and a.overall.overlaps(b.overall)]
+    return sorted(out, key=lambda a: (-a.overall.mean, a.agent))
+
+
+def _pooled_markdown(agents: list[Pooled], cats: list[str]) -> list[str]:
+    lines = ["### Over repeats: mean ± 95 % confidence interval", "",
+             "Finished repeats only. Overlapping intervals: these repeats do not tell the agents apart.", "",
+             "| agent | graded by | repeats | mean | " + "".join(f"{c} | " for c in cats) + "overlaps with |",
+             "|---|---|---:|---:|" + "---:|" * len(cats) + "---|"]
+    for a in agents:
+        left = f" ({len(a.left_out)} unfinished left out)" if a.left_out else ""
+        lines.append(f"| {a.agent} | {a.graded_by} | {a.overall.n}{left} | **{a.overall}** | "
+                     + "".join(f"{a.categories.get(c, '—')} | " for c in cats) + f"{overlap_text(a)} |")
+    return lines + [""]
+
+
+def overlap_text(a: Pooled) -> str:
+    if a.overall.half is None:
+        return "— (one finished run: no interval)"
+    return ", ".join(a.overlaps) or "none"
 
 
 def _columns(runs: list[Entry]) -> list[str]:
@@ -120,12 +178,14 @@ def render_markdown(groups: dict[tuple[str, str], list[Entry]], grading: str | N
                          + "".join(f"{_cat(e, c)} | " for c in cats)
                          + f"{e.coverage} | {e.turns} | {e.tokens_in:,} / {e.tokens_out:,} |")
         lines.append("")
+        if agents := pooled(runs):
+            lines += _pooled_markdown(agents, cats)
     return "\n".join(lines) + "\n"
 
 
 def render_html(groups: dict[tuple[str, str], list[Entry]], grading: str | None = None) -> str:
     return render_page("leaderboard.html", groups=groups, columns=_columns, category_mean=_cat,
-                       grading_note=grading_note(grading))
+                       grading_note=grading_note(grading), pooled=pooled, overlap_text=overlap_text)
 
 
 def write_leaderboard(results_dir: Path, planned: dict[str, int] | None = None,
