@@ -193,6 +193,11 @@ class Provenance(BaseModel):
         return [k for k in mine if mine[k] != theirs[k]]
 
 
+# How state.judge_notes (and a grading set's notes) start: what a judge's answers needed.
+ASKED_AGAIN = "asked again: "  # no valid verdict: the judge was asked again, and why
+TEXT_VERDICT = "verdict taken from the text, not a grade call"
+
+
 class RunState(BaseModel):
     schema_version: int = SCHEMA_VERSION
     run_id: str
@@ -227,7 +232,7 @@ class RunState(BaseModel):
     log: list[str] = []  # bench.log lines and notable events, short
     judge: str = "persona"  # who grades: "persona" (config judge: "persona"), "rules", or the judge model
     judge_usage: Usage = Usage()
-    judge_redos: list[str] = []  # judge answers refused as no valid verdict (and asked again), with why
+    judge_notes: list[str] = []  # judge answers asked again (and why), verdicts taken from text: by check
     provenance: list[Provenance] = []  # the start's record, then one per resume that differed
     grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
 

@@ -159,7 +159,9 @@ def test_a_verdict_in_text_or_broken_is_asked_again_and_counted():
                     {"content": "Verdict: " + json.dumps(verdict(LIST, [True, True, False]))}])
     with OpenAICompatServer(lambda m, t: next(answers)) as server:
         judged = grade_with(server, LIST, TURNS)
-    assert judged.grade.score == 6.7 and judged.calls == 3 and len(judged.redos) == 2
+    assert judged.grade.score == 6.7 and judged.calls == 3
+    assert judged.notes == ["asked again: no verdict: call the tool `grade` with items, after_memory_search and comment"] * 2 \
+        + ["verdict taken from the text, not a grade call"]
     third = server.requests[2]["messages"]
     assert [m["role"] for m in third] == ["system", "user", "assistant", "user", "assistant", "tool"]
     assert third[4]["tool_calls"][0]["function"]["arguments"] == "{}", "a broken call is not replayed as sent"
@@ -192,7 +194,7 @@ def test_a_run_is_graded_by_the_judge_with_the_personas_grade_beside(tmp_path, w
         assert e.grader == "m" and e.persona_grade is not None and e.persona_grade.grader == "persona"
         assert e.agent_turns and e.agent_turns[0].sent == e.question, "the oracle's answer, from the question on"
     judge_calls = [r for r in server.requests if r["tools"][0]["function"]["name"] == "grade"]
-    assert len(judge_calls) == 3 == state.judge_usage.calls and state.judge_redos == []
+    assert len(judge_calls) == 3 == state.judge_usage.calls and state.judge_notes == []
 
 
 def test_judge_persona_keeps_the_seeds_behaviour(tmp_path, write_bench):
@@ -286,3 +288,25 @@ def test_an_agent_that_asks_for_the_answer_and_echoes_gains_nothing_with_a_judge
     scores, received = play_echo(tmp_path / "judge", bench, judge=JudgeConfig())
     assert scores == {"c1": 0, "c2": 0, "c3": 0}
     assert not any(marker.lower() in m.lower() for m in received for marker in ANSWER_MARKERS)
+
+
+def test_a_failing_judge_stops_the_run_and_a_rerun_grades_where_it_stopped(tmp_path, write_bench):
+    from persona.state import RunStore
+    from tests.support.judge import is_judge_request
+
+    bench, broken, persona = write_bench(SHORT), [True], scripted_responder()
+
+    def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if broken[0] and is_judge_request(tools):
+            return {"content": "I'd rather not say."}
+        return persona(messages, tools)
+
+    with OpenAICompatServer(respond) as server:
+        outcome, state = play(tmp_path, benchmark=bench, persona=openai(server), judge={"max_attempts": 2})
+        assert outcome.status == "failed" and "judge (m) gave no valid verdict on check c1 in 2 attempts" in state.error
+        assert state.evaluations == []
+        broken[0] = False
+        outcome, state = play(tmp_path, benchmark=bench, persona=openai(server))
+    assert outcome.status == "finished" and [e.score for e in state.evaluations] == [10, 10, 10]
+    sent = [ex.sent for ex in RunStore(tmp_path / "results" / "r").transcript()]
+    assert sent.count("What is my best 10 km time?") == 1, "the question was not asked again"

@@ -25,7 +25,7 @@ from persona.engine.llm import OpenAIPersona
 from persona.engine.model import ModelTurn
 from persona.engine.scenario import prompt_file
 from persona.errors import RunError
-from persona.state import Exchange, Grade, ItemMark, QuotedTurn
+from persona.state import ASKED_AGAIN, TEXT_VERDICT, Exchange, Grade, ItemMark, QuotedTurn
 from persona.tokens import TokenCounter
 
 RUBRIC_FILE = "rubric.md"
@@ -66,7 +66,7 @@ class Judged:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    redos: list[str] = field(default_factory=list)  # why answers were refused and asked again
+    notes: list[str] = field(default_factory=list)  # answers asked again (and why), verdicts taken from text
 
 
 class Judge(Protocol):
@@ -189,12 +189,14 @@ class ModelJudge:
             self._account(judged, messages, turn)
             try:
                 judged.grade = parse_verdict(check, _verdict_arguments(turn), self.label)
+                if not any(c.name == "grade" for c in turn.tool_calls):
+                    judged.notes.append(TEXT_VERDICT)
                 return judged
             except VerdictError as e:
-                judged.redos.append(str(e))
+                judged.notes.append(f"{ASKED_AGAIN}{e}")
                 messages += _asked_again(turn, str(e))
         raise RunError(f"the judge ({self.label}) gave no valid verdict on check {check.id} in {self.cfg.max_attempts} "
-                       f"attempts; last: {judged.redos[-1]}")
+                       f"attempts; last: {judged.notes[-1].removeprefix(ASKED_AGAIN)}")
 
     def _account(self, judged: Judged, messages: list[dict[str, Any]], turn: ModelTurn) -> None:
         judged.calls += 1

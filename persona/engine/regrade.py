@@ -85,7 +85,7 @@ async def regrade(folder: Path, judge_cfg: JudgeConfig, name: str, host: str | N
             judged = await judge.grade(check_of(e), e.agent_turns)
             gset.grades[e.check_id] = judged.grade
             gset.usage.add(e.phase, judged.prompt_tokens, judged.completion_tokens, judged.calls)
-            gset.redos += [f"{e.check_id}: {why}"[:300] for why in judged.redos]
+            gset.notes += [f"{e.check_id}: {note}"[:300] for note in judged.notes]
             echo(f"  {i}/{len(evaluations)} {e.check_id}: {e.score:g} -> {judged.grade.score:g}")
     finally:
         await judge.aclose()

@@ -208,7 +208,7 @@ class ToolBox:
                                 "then call log_evaluation with the agent's answer")
             judged = await self.judge.grade(check, turns)
             self.state.judge_usage.add(self.state.phase, judged.prompt_tokens, judged.completion_tokens, judged.calls)
-            self.state.judge_redos += [f"{check.id}: {why}"[:300] for why in judged.redos]
+            self.state.judge_notes += [f"{check.id}: {note}"[:300] for note in judged.notes]
             record = judged.grade
         self.state.evaluations.append(Evaluation(
             check_id=check.id, category=check.category, question=check.question, expected=check.answer,

@@ -32,7 +32,7 @@ class GradingSet(BaseModel):
     created_at: datetime = Field(default_factory=now)
     grades: dict[str, Grade]  # by check id
     usage: Usage = Usage()
-    redos: list[str] = []  # judge answers refused as no valid verdict, asked again
+    notes: list[str] = []  # judge answers asked again (and why), verdicts taken from text
     agreement: Agreement | None = None  # with the original grades
 
 
@@ -82,4 +82,4 @@ def shown_with(state: RunState, gset: GradingSet | None) -> RunState:
         return state
     evaluations = [e.regraded(gset.grades[e.check_id]) if e.check_id in gset.grades else e for e in state.evaluations]
     return state.model_copy(update={"evaluations": evaluations, "judge": gset.judge, "judge_usage": gset.usage,
-                                    "judge_redos": gset.redos, "grading_set": gset.name})
+                                    "judge_notes": gset.notes, "grading_set": gset.name})

@@ -10,7 +10,7 @@ from pathlib import Path
 from persona.benchmark.loader import Benchmark
 from persona.report.agreement import persona_vs_judge
 from persona.report.scores import by_category, distribution, mean, phase_costs
-from persona.state import Evaluation, QuotedTurn, RunState, now
+from persona.state import ASKED_AGAIN, Evaluation, QuotedTurn, RunState, now
 
 __all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
 
@@ -54,8 +54,10 @@ def grading_line(state: RunState) -> str:
         line = f"grading set {state.grading_set} (`mmb regrade`): {line}"
     if usage.calls:
         line += f"; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, {usage.completion_tokens:,} out"
-    if state.judge_redos:
-        line += f"; {len(state.judge_redos)} answer(s) without a valid verdict asked again"
+    if state.judge_notes:
+        again = sum(ASKED_AGAIN in n for n in state.judge_notes)
+        line += f"; {again} judge answer(s) without a valid verdict asked again, " \
+                f"{len(state.judge_notes) - again} verdict(s) taken from text instead of a grade call"
     if agreed := persona_vs_judge(state.evaluations):
         line += f"; the persona's own scores against it: {agreed.summary()}; furthest apart: {agreed.apart('persona', 'judge')}"
     return line
