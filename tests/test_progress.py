@@ -88,5 +88,5 @@ def test_the_runner_feeds_progress_and_publishes_the_reports(write_config, tmp_p
     results = tmp_path / "results"
     page = (results / "o" / "report.html").read_text()
     assert "Memory decay" in page and "<circle" in page
-    assert "| 1 | [o](o/report.html) | oracle | scripted | finished | **10.00** |" in (results / "leaderboard.md").read_text()
+    assert "| 1 | [o](o/report.html) | oracle | scripted | rules | finished | **10.00** |" in (results / "leaderboard.md").read_text()
     assert str(results / "o" / "report.html") in lines[-1]
