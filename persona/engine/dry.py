@@ -20,7 +20,7 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
-from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
+from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
 from persona.state import RunState, RunStore, now
 
@@ -140,7 +140,8 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
     # results_dir is the dry folder itself: its report.md is the dry run's own, never the real one.
     config = Config(runs=[run], compaction=compaction, results_dir=str(folder.resolve()))
     persona = PersonaConfig(kind="scripted", max_steps=step_budget(bench))
-    plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder)
+    plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder,
+                   judge=JudgeConfig(kind="rules"))  # as a real run is graded: the persona sees no answers
     await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore).run_one(plan, None)
     state = RunStore(folder).load()
     assert state is not None
