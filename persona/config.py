@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from drivers.recovery import Recovery
 from drivers.settings import BrowserConfig
@@ -95,6 +96,16 @@ class AgentConfig(Strict):
     auth: str | None = Field(None, description="A login saved by `mmb login` (its --name), kept in browser.auth_dir")
 
 
+class ModelPrice(Strict):
+    """What a model costs, in US dollars per 1 M tokens (the providers' list prices)."""
+
+    input: float = Field(..., ge=0, description="USD per 1 M prompt tokens")
+    cached_input: float | None = Field(None, ge=0, description="USD per 1 M prompt tokens served from the provider's "
+                                       "prompt cache (default: the input price)")
+    output: float = Field(..., ge=0, description="USD per 1 M completion tokens")
+    source: str | None = Field(None, description="Where the price comes from, and when")
+
+
 class RunConfig(Strict):
     id: str = Field(..., pattern=RUN_ID_PATTERN)
     benchmark: str
@@ -111,6 +122,11 @@ class RunConfig(Strict):
 
 
 class Config(Strict):
+    """config.jsonc: the engine (persona model, compaction, browser) and the runs. Relative paths in it
+    (benchmark, results_dir, browser.auth_dir) start at the folder of the config file."""
+
+    schema_ref: str | None = Field(None, alias="$schema", description="Path or URL of this file's JSON Schema, "
+                                   "for editors (config.schema.json)")
     persona: PersonaConfig = PersonaConfig()
     judge: JudgeSetting = Field(JudgeConfig(), description='Who grades: a judge model (default: the persona\'s, '
                                 '"rules" for the scripted one) or "persona", the persona itself as it chats')
@@ -118,12 +134,16 @@ class Config(Strict):
     browser: BrowserConfig = BrowserConfig()
     results_dir: str = "results"
     parallel: int = Field(2, ge=1, description="Runs played at the same time, one browser context each")
+    prices: dict[str, ModelPrice] = Field({}, description="Model name -> price; overrides and extends the table "
+                                          "shipped with the tool (persona/report/prices.json)")
+    fail_under: float | None = Field(None, ge=0, le=10, description="`mmb run` exits 3 when a run's mean score is "
+                                     "below this (the --fail-under flag wins)")
     runs: list[RunConfig] = Field(..., min_length=1)
 
-    # Set by load_config: where relative paths start.
-    base_dir: Path = Field(Path("."), exclude=True)
-    source: Path = Field(Path("config.jsonc"), exclude=True)
-    locations: dict[tuple, int] = Field({}, exclude=True)
+    # Set by load_config: where relative paths start (the config file's folder); not part of the file.
+    base_dir: SkipJsonSchema[Path] = Field(Path("."), exclude=True)
+    source: SkipJsonSchema[Path] = Field(Path("config.jsonc"), exclude=True)
+    locations: SkipJsonSchema[dict[tuple, int]] = Field({}, exclude=True)
 
     def problem(self, json_path: tuple, message: str) -> Problem:
         """A problem located at a value of this config file, e.g. ("runs", 0, "agent", "driver")."""
@@ -157,6 +177,11 @@ class Config(Strict):
 
     def auth_path(self) -> Path:
         return (self.base_dir / self.browser.auth_dir).resolve()
+
+
+def config_schema() -> dict:
+    """The JSON Schema of config.jsonc (`mmb schema config`, published as schemas/config.schema.json)."""
+    return Config.model_json_schema(by_alias=True)
 
 
 def load_config(path: Path) -> Config:

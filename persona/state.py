@@ -26,6 +26,7 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 SCHEMA_VERSION = 1
 
 Status = Literal["new", "running", "finished", "failed", "interrupted"]
+ORACLE_DRIVER = "oracle"  # the dry run's agent that knows every answer: its runs measure the benchmark, not an agent
 
 
 def now() -> datetime:
@@ -212,6 +213,8 @@ class RunState(BaseModel):
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
     active_seconds: float = 0.0  # summed over restarts
+    phase_count: int | None = None  # the benchmark's phases and checks when the run last started (None: an older state)
+    checks_planned: int | None = None
 
     phase: int = 0
     finished: bool = False
@@ -235,6 +238,10 @@ class RunState(BaseModel):
     judge_notes: list[str] = []  # judge answers asked again (and why), verdicts taken from text: by check
     provenance: list[Provenance] = []  # the start's record, then one per resume that differed
     grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
+
+    @property
+    def oracle(self) -> bool:
+        return self.driver == ORACLE_DRIVER
 
     @property
     def session(self) -> int:

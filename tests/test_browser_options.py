@@ -11,13 +11,13 @@ from pydantic import ValidationError
 from drivers import playwright_home
 from drivers.browser import CHROMIUM_ARGS, context_options, launch_options, safe_endpoint
 from drivers.settings import BrowserConfig, ConnectConfig
-from persona.cli.app import _apply_overrides
 from persona.cli.browsing import parse_pairs, resolve_profile
+from persona.cli.common import apply_overrides
 
 
 def test_headed_and_slow_mo_reach_the_launch():
     config = BrowserConfig()
-    _apply_overrides(config, headed=True, slow_mo=300, trace="on", video=True)
+    apply_overrides(config, headed=True, slow_mo=300, trace="on", video=True)
     options = launch_options(config)
     assert options["headless"] is False and options["slow_mo"] == 300 and options["args"] == CHROMIUM_ARGS
     assert (config.trace, config.video) == ("on", True)
@@ -25,7 +25,7 @@ def test_headed_and_slow_mo_reach_the_launch():
 
 def test_no_flags_keep_the_config():
     config = BrowserConfig(headless=True, slow_mo_ms=120, trace="off")
-    _apply_overrides(config, headed=False, slow_mo=None, trace=None, video=False)
+    apply_overrides(config, headed=False, slow_mo=None, trace=None, video=False)
     assert launch_options(config)["headless"] is True and launch_options(config)["slow_mo"] == 120
     assert config.trace == "off"
 

@@ -13,6 +13,7 @@ from persona.benchmark.skeleton import create_skeleton
 from persona.cli.app import app
 from persona.config import CompactionConfig
 from persona.engine.dry import dry_run, summary, targets_from_paths
+from persona.report.cost import money
 from tests.conftest import DEMO_BENCH
 
 SMALL = CompactionConfig(max_tokens=3000, trim_to_tokens=1500)
@@ -134,3 +135,20 @@ def test_the_config_runs_dry_with_its_compaction(tmp_path, write_config):
     assert (tmp_path / "results" / "dry-sk" / "state.json").exists()
     unknown = cli("run", "--dry", "-c", str(config), "--run", "nope", cwd=tmp_path)
     assert unknown.exit_code == 2 and "no run with id 'nope'" in unknown.output
+
+
+def test_a_dry_run_is_an_oracle_run_of_the_folder_and_prices_the_real_one(tmp_path, write_config):
+    create_skeleton("sk", tmp_path)
+    run = {"id": "real", "benchmark": str(tmp_path / "sk"), "agent": {"driver": "generic"}}
+    config = write_config([run], persona={"kind": "openai", "model": "gpt-4o-mini", "api_key_env": "MMB_NO_SUCH_KEY"})
+    done = cli("run", "--dry", "-c", str(config), cwd=tmp_path)
+    assert done.exit_code == 0, done.output
+    state = json.loads((tmp_path / "results" / "dry-sk" / "state.json").read_text())
+    usd = (state["usage"]["prompt_tokens"] * 0.15 + state["usage"]["completion_tokens"] * 0.6) / 1e6
+    assert f"  cost       ≈ {money(usd)} or more for a real run with gpt-4o-mini: the tokens above at $0.15 in" in done.output
+    results = tmp_path / "results"
+    assert not (results / "dry-sk" / "leaderboard.md").exists(), "no leaderboard of its own, empty or not"
+    board = (results / "leaderboard.md").read_text()
+    assert "## Oracle runs (dry runs, not ranked)" in board and "[dry-sk](dry-sk/report.html)" in board
+    assert "| # |" not in board, "no agents' table without an agent's run"
+    assert 'href="dry-sk/report.html"' in (results / "index.html").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -140,3 +141,28 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write
     for path in (tmp_path / "results").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_the_demo_runs_results_list_export_compare_and_index(reference, tmp_path):
+    """The commands that read results, on the real demo run (`mmb list`, `export`, `compare`, the index page)."""
+    from typer.testing import CliRunner
+
+    from persona.cli.app import app
+
+    def run(*args: str):
+        return CliRunner().invoke(app, [*args, "--results", str(reference["results"])], prog_name="mmb")
+
+    results = reference["results"]
+    listed = run("list")
+    assert listed.exit_code == 0 and listed.stdout.splitlines()[1].split()[:7] == \
+        ["demo", "demo", "demo", "finished", "phase", "5/5", "10/10"]
+    out = tmp_path / "demo.csv"
+    assert run("export", "-o", str(out)).exit_code == 0
+    same = run("compare", str(out), "demo", "--fail-on-regression")
+    assert same.exit_code == 0 and "regressions (0)\nimprovements (0)\nunchanged (10)" in same.stdout
+    rows = {r["check_id"]: r for r in csv.DictReader(out.open())}
+    retried = next(r for r in rows.values() if r["retry"] == "true")
+    assert retried["score"] == "5.0" and int(retried["asked_turn"]) < int(retried["graded_turn"])
+    assert "\n\n" in retried["agent_reply"], "both of the agent's answers, the first and the one after the search"
+    index = (results / "index.html").read_text()
+    assert 'href="demo/report.html"' in index and "leaderboard.html" in index

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from persona.benchmark.phases import Category
+from persona.report.catalog import scan
 from persona.report.leaderboard import collect, render_markdown, write_leaderboard
-from persona.state import Evaluation
+from persona.report.publish import write_overview
+from persona.state import Evaluation, RunState
 from tests.support.runs import demo_run, write_run
 
 
@@ -29,7 +31,7 @@ def test_runs_rank_by_mean_then_by_checks_graded(tmp_path):
     add_run(tmp_path, "other", [(Category.single, 1)], benchmark="/x/other-bench", title="Other")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "state.json").write_text("{not json")
-    groups = collect(tmp_path, {"demo": 10})
+    groups = collect(tmp_path, {"demo": 10}).agents
     demo = groups[("demo", "Demo: a week in Maya's life")]
     assert [e.run_id for e in demo] == ["high-many", "high-few", "low", "none"]
     assert demo[2].mean == 3 and demo[2].categories["updated"].mean == 4 and demo[2].coverage == "2/10"
@@ -52,7 +54,36 @@ def test_written_files_link_runs_that_have_a_page(tmp_path):
     folder = add_run(tmp_path, "a", [(Category.single, 10)])
     add_run(tmp_path, "b", [(Category.single, 5)])
     (folder / "report.html").write_text("<html></html>")
-    md, html = write_leaderboard(tmp_path)
+    md, html = write_leaderboard(tmp_path, scan(tmp_path))
     assert "[a](a/report.html)" in md.read_text() and "[b]" not in md.read_text()
     text = html.read_text()
     assert 'href="a/report.html"' in text and 'href="b/report.html"' not in text and "<script" not in text
+
+
+def test_oracle_runs_get_a_table_of_their_own_and_never_a_rank(tmp_path):
+    add_run(tmp_path, "agent", [(Category.single, 4)])
+    oracle = add_run(tmp_path, "dry-demo", [(Category.single, 10)])
+    state = RunState.model_validate_json((oracle / "state.json").read_text())
+    state.driver = "oracle"
+    (oracle / "state.json").write_text(state.model_dump_json())
+    board = collect(tmp_path)
+    assert [e.run_id for runs in board.agents.values() for e in runs] == ["agent"]
+    assert [e.run_id for e in board.oracle] == ["dry-demo"]
+    md = render_markdown(board)
+    agents, dry = md.split("## Oracle runs (dry runs, not ranked)")
+    assert "| 1 | agent |" in agents and "dry-demo" not in agents
+    assert "| dry-demo | Demo: a week in Maya's life (`demo`) | finished | 10.00 |" in dry
+
+
+def test_no_runs_no_leaderboard(tmp_path):
+    assert write_overview(tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cost_columns(tmp_path):
+    folder = add_run(tmp_path, "a", [(Category.single, 10), (Category.single, 0)])
+    state = RunState.model_validate_json((folder / "state.json").read_text())
+    state.persona_model = "gpt-4o"  # 4,000 in, 300 out: $0.01 + $0.003
+    (folder / "state.json").write_text(state.model_dump_json())
+    md = render_markdown(collect(tmp_path))
+    assert "| persona tokens in / out | cost | per check |" in md and "| 4,000 / 300 | $0.0130 | $0.0065 |" in md

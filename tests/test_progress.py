@@ -88,5 +88,6 @@ def test_the_runner_feeds_progress_and_publishes_the_reports(write_config, tmp_p
     results = tmp_path / "results"
     page = (results / "o" / "report.html").read_text()
     assert "Memory decay" in page and "<circle" in page
-    assert "| 1 | [o](o/report.html) | oracle | scripted | rules | finished | **10.00** |" in (results / "leaderboard.md").read_text()
+    assert "| [o](o/report.html) | Demo: a week in Maya's life (`demo`) | finished | 10.00 | 10/10 |" in \
+        (results / "leaderboard.md").read_text(), "an oracle run, in the table of its own"
     assert str(results / "o" / "report.html") in lines[-1]

@@ -12,22 +12,23 @@ from persona.benchmark.phases import Category
 from persona.config import load_config
 from persona.engine.runner import Runner, plan_runs
 from persona.errors import InputError
+from persona.report.catalog import scan
 from persona.report.leaderboard import collect, render_markdown, write_leaderboard
-from persona.report.repeats import interval, t_975
+from persona.report.repeats import ci_text, interval, overlaps
 from persona.state import RunStore
 from tests.support.runs import demo_run
 from tests.test_judge import SHORT
 from tests.test_leaderboard import add_run, evaluation
 
 
-def test_the_interval_is_students_t():
+def test_the_interval_is_students_t_and_overlap_is_told():
     iv = interval([6, 8, 7])
-    assert (iv.mean, iv.n) == (7, 3) and iv.half == pytest.approx(4.303 / 3 ** 0.5)
-    assert str(iv) == "7.00 ± 2.48" and str(interval([4])) == "4.00" and interval([]) is None
-    assert t_975(40) == pytest.approx(2.021, abs=0.001) and t_975(120) == pytest.approx(1.980, abs=0.001)
-    assert interval([5, 5, 5]).half == 0
-    assert interval([6, 8, 7]).overlaps(interval([7.5, 9.5, 8.5])) and not interval([1, 2, 1.5]).overlaps(interval([8, 9, 8.5]))
-    assert interval([4]).overlaps(interval([4, 5])) is None
+    assert (iv.mean, iv.n) == (7, 3) and iv.high - iv.mean == pytest.approx(4.303 / 3 ** 0.5, abs=1e-3)
+    assert ci_text(iv) == "7.00 ± 2.48" and ci_text(interval([4])) == "4.00" and interval([]) is None
+    assert interval([5, 5, 5]).high == 5
+    assert overlaps(interval([6, 8, 7]), interval([7.5, 9.5, 8.5]))
+    assert not overlaps(interval([1, 2, 1.5]), interval([8, 9, 8.5]))
+    assert overlaps(interval([4]), interval([4, 5])) is None
 
 
 def write(tmp_path, runs: list[dict], **engine):
@@ -55,14 +56,12 @@ def test_a_repeat_that_would_share_a_folder_is_refused_with_its_line(tmp_path, w
         write(tmp_path, [{"id": "a.r2", "benchmark": bench}, {"id": "a", "benchmark": bench, "repeat": 2}])
 
 
-def test_a_repeated_run_plays_each_repeat_and_the_leaderboard_pools_them(tmp_path, write_bench):
+def test_a_repeated_run_plays_each_repeat_in_its_own_folder(tmp_path, write_bench):
     cfg = write(tmp_path, [{"id": "r", "benchmark": str(write_bench(SHORT)), "repeat": 2, "agent": {"driver": "oracle"}}])
     outcomes = asyncio.run(Runner(cfg, print_line=lambda _: None).run_all(plan_runs(cfg)))
     assert [(o.run_id, o.status) for o in outcomes] == [("r.r1", "finished"), ("r.r2", "finished")]
     states = [RunStore(tmp_path / "results" / f"r.r{k}").load() for k in (1, 2)]
-    assert [(s.run_id, s.repeat_of, s.repeat) for s in states] == [("r.r1", "r", 1), ("r.r2", "r", 2)]
-    board = (tmp_path / "results" / "leaderboard.md").read_text()
-    assert "### Over repeats: mean ± 95 % confidence interval" in board and "| r | rules | 2 | **10.00 ± 0.00** |" in board
+    assert [(s.run_id, s.repeat_of, s.repeat, s.finished) for s in states] == [("r.r1", "r", 1, True), ("r.r2", "r", 2, True)]
 
 
 def test_the_leaderboard_shows_mean_and_interval_per_agent_and_category_and_overlaps(tmp_path):
@@ -84,6 +83,6 @@ def test_the_leaderboard_shows_mean_and_interval_per_agent_and_category_and_over
     assert rows["a"] == "| a | rules | 3 | **7.50 ± 1.24** | 9.00 ± 2.48 | 6.00 ± 0.00 | b |"
     assert rows["b"].endswith("| a |") and rows["c"].endswith("| none |")
     assert "| d | rules | 1 | **5.00** | 5.00 | — | — (one finished run: no interval) |" in md
-    _, html = write_leaderboard(tmp_path)
+    _, html = write_leaderboard(tmp_path, scan(tmp_path))
     text = html.read_text()
     assert "<h3>Over repeats: mean ± 95 % confidence interval</h3>" in text and "<b>7.50 ± 1.24</b>" in text

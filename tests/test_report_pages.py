@@ -42,7 +42,7 @@ def test_mmb_report_rebuilds_every_page(tmp_path):
     assert done.returncode == 0, done.stderr
     written = done.stdout.split()
     assert written == [str(tmp_path / "results" / p) for p in
-                       ("a/report.html", "b/report.html", "leaderboard.md", "leaderboard.html")]
+                       ("a/report.html", "b/report.html", "leaderboard.md", "leaderboard.html", "index.html")]
     board = (tmp_path / "results" / "leaderboard.md").read_text()
     assert "| 3/10 |" in board  # planned checks known from the benchmark
     assert "4. The next morning" in (tmp_path / "results" / "b" / "report.html").read_text()  # found via its state

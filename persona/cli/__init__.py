@@ -1,4 +1,4 @@
-"""The `mmb` command line (typer): run, report, validate, new, probe, login, browsers-path.
+"""The `mmb` command line (typer): app.py assembles one module per group of commands.
 
 May import anything in persona/ and drivers/; nothing imports it.
 """

@@ -5,7 +5,9 @@ Before paying for an LLM persona, an author sees that every check is reachable a
 tokens with the config's compaction settings. Nothing is typed into a browser.
 
 Each dry run starts over in its own folder, results/dry-<benchmark>/ (state.json, transcript,
-run.log and its own report.md), so it never mixes with real runs or their report.
+run.log and its own report.md), so it never mixes with real runs or their report; the folder's
+leaderboard shows it apart, as an oracle run. Its persona tokens at the price of the config's
+persona model are the estimated cost of the real run, printed before anyone pays for it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
-from persona.state import RunState, RunStore, now
+from persona.report.cost import Cost, PriceTable, money
+from persona.state import ORACLE_DRIVER, RunState, RunStore, now
 
 DRY_PREFIX = "dry-"
-ORACLE = "oracle"
+ORACLE = ORACLE_DRIVER
 
 
 @dataclass
@@ -57,12 +60,25 @@ def play_dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Pa
     targets = targets_from_paths(benchmarks) if benchmarks else targets_from_config(cfg, run_ids)
     compaction = cfg.compaction if cfg else CompactionConfig()
     results = cfg.results_path() if cfg else Path("results").resolve()
+    prices = PriceTable(cfg.prices if cfg else None)
     ready = True
     for target in targets:
         result = asyncio.run(dry_run(target, results, compaction))
-        echo(summary(result, compaction))
+        costs = [prices.cost(model, result.state.usage.prompt_tokens, result.state.usage.completion_tokens)
+                 for model in persona_models(cfg, target)]
+        echo(summary(result, compaction, costs))
         ready = ready and result.ok
     return ready
+
+
+def persona_models(cfg: Config | None, target: DryTarget) -> list[str]:
+    """The persona models the real runs of this benchmark would pay for: the config's runs that play it,
+    else the config's persona; none without a config."""
+    if cfg is None:
+        return []
+    root = target.bench.root.resolve()
+    models = [cfg.persona_for(r).label for r in cfg.runs if cfg.benchmark_path(r) == root]
+    return list(dict.fromkeys(models)) or [cfg.persona.label]
 
 
 def targets_from_paths(paths: list[Path]) -> list[DryTarget]:
@@ -137,12 +153,13 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
     if folder.exists():
         shutil.rmtree(folder)
     run = RunConfig(id=folder.name, benchmark=str(bench.root), agent=AgentConfig(driver=ORACLE))
-    # results_dir is the dry folder itself: its report.md is the dry run's own, never the real one.
-    config = Config(runs=[run], compaction=compaction, results_dir=str(folder.resolve()))
+    config = Config(runs=[run], compaction=compaction, results_dir=str(results_dir.resolve()))
     persona = PersonaConfig(kind="scripted", max_steps=step_budget(bench))
     plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder,
                    judge=JudgeConfig(kind="rules"))  # as a real run is graded: the persona sees no answers
-    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore).run_one(plan, None)
+    # Its report.md entry goes to the dry folder, never to the real report.md; its pages join the folder's.
+    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore,
+                 entries_dir=folder).run_one(plan, None)
     state = RunStore(folder).load()
     assert state is not None
     return DryResult(target, state, folder, _failures(bench, state))
@@ -192,7 +209,17 @@ def _facts_line(bench: Benchmark, state: RunState) -> str:
     return line
 
 
-def summary(result: DryResult, compaction: CompactionConfig) -> str:
+def _cost_line(cost: Cost) -> str:
+    """The estimated persona cost of a real run: the dry run's tokens at the real model's price."""
+    if cost.usd is None:
+        return f"  cost       {cost.summary()}"
+    if not cost.usd:
+        return f"  cost       $0 with persona {cost.model!r} (free); an LLM persona's cost shows once config.jsonc names its model"
+    return (f"  cost       ≈ {money(cost.usd)} or more for a real run with {cost.model}: the tokens above at {cost.rates()} "
+            "(an LLM persona writes more)")
+
+
+def summary(result: DryResult, compaction: CompactionConfig, costs: list[Cost] | None = None) -> str:
     bench, state = result.target.bench, result.state
     evs = state.evaluations
     mean = f"{sum(e.score for e in evs) / len(evs):.2f}" if evs else "n/a"
@@ -209,9 +236,11 @@ def summary(result: DryResult, compaction: CompactionConfig) -> str:
         f"  turns      {state.turn} messages to the agent, {state.steps} persona steps",
         f"  tokens     {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out; "
         f"{len(state.persona_compactions)} persona compaction(s) at max_tokens {compaction.max_tokens:,} "
-        f"-> {compaction.trim_to_tokens:,} (an LLM persona writes more: a floor, not an estimate)",
+        f"-> {compaction.trim_to_tokens:,} (an LLM persona writes more: a floor)",
+        *([_cost_line(c) for c in costs] if costs else
+          ["  cost       give the config (-c config.jsonc) to price a real run with its persona model"]),
         f"  time       {state.active_seconds:.1f} s",
-        f"  results    {result.folder}/ (state.json, transcript.jsonl, report.md)",
+        f"  results    {result.folder}/ (state.json, transcript.jsonl, report.md, report.html)",
     ]
     for e in (e for e in evs if e.score < 10):
         lines.append(f"  below 10   {e.check_id} [{e.category.value}] {e.score:g}/10: {e.comment}; "

@@ -32,6 +32,7 @@ from persona.engine.oracle import OracleDriver
 from persona.engine.provenance import check_benchmark, make_provenance, record
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
+from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry, mean, render_entry
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run
@@ -155,13 +156,14 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 class Runner:
     def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
                  store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None,
-                 accept_benchmark_change: bool = False):
+                 entries_dir: Path | None = None, accept_benchmark_change: bool = False):
         self.config = config
         self.accept_benchmark_change = accept_benchmark_change  # resume runs whose benchmark files changed
         self.print = print_line
         self.store_factory = store_factory  # dry runs pass a store that skips durability
         self.progress = progress or QuietProgress()
-        self.planned: dict[str, int] = {}  # checks per benchmark folder, for the leaderboard
+        self.prices = PriceTable(config.prices)
+        self.entries_dir = entries_dir or config.results_path()  # where report.md gets each run's entry
 
     async def run_all(self, plans: list[RunPlan]) -> list[RunOutcome]:
         async with self._browsers(any(needs_browser(p.run.agent.driver) for p in plans)) as browsers:
@@ -205,7 +207,7 @@ class Runner:
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
             resumed = bool(state.messages)
-            self.planned[plan.bench.root.name] = len(plan.bench.checks)
+            state.phase_count, state.checks_planned = len(plan.bench.phases), len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
             return await self._play(plan, browser, store, state, provenance)
@@ -254,15 +256,16 @@ class Runner:
             await model.aclose()
             if judge is not None:
                 await judge.aclose()
-            path = append_entry(self.config.results_path(), render_entry(plan.bench, state))
+            path = append_entry(self.entries_dir, render_entry(plan.bench, state, self.prices))
             self.progress.end(state)
             pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
-                publish_run, plan.folder, state, plan.bench, self.config.results_path(), dict(self.planned),
-                TokenCounter(self.config.compaction.encoding))
+                publish_run, plan.folder, state, plan.bench, self.config.results_path(),
+                TokenCounter(self.config.compaction.encoding), self.prices)
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
-                       + (f" — {state.error}" if state.error else "") + f"; report: {path}"
+                       + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
+                       + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from drivers.files import atomic_write
 from persona.benchmark.loader import Benchmark
+from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, RUN_PAGE
 from persona.report.charts import Point, Scatter, scatter
+from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
 from persona.report.markdown import duration, grading_line, phase_title, provenance_changes, provenance_summary
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
@@ -21,7 +23,7 @@ from persona.report.templating import render_page
 from persona.state import AgentSession, Evaluation, Exchange, RunState
 from persona.tokens import TokenCounter
 
-HTML_FILE = "report.html"
+HTML_FILE = RUN_PAGE
 
 
 @dataclass
@@ -38,8 +40,11 @@ class RunReport:
     """Everything the page shows, gathered once; templates/run.html lays it out."""
 
     def __init__(self, state: RunState, exchanges: list[Exchange], folder: Path, bench: Benchmark | None = None,
-                 counter: TokenCounter | None = None):
+                 counter: TokenCounter | None = None, prices: PriceTable | None = None):
         self.state, self.exchanges, self.folder, self.bench = state, exchanges, folder, bench
+        self.cost = (prices or PriceTable()).run_cost(state)
+        # The folder's pages, one level up (written by publish.write_overview), linked back from this one.
+        self.index, self.leaderboard = f"../{INDEX_FILE}", f"../{LEADERBOARD_PAGE}"
         self.ages = {a.check_id: a for a in check_ages(state, exchanges, counter or TokenCounter(),
                                                        bench.fact_files if bench else None)}
         self.traces = sorted((folder / "traces").glob("*.trace.zip")) if (folder / "traces").is_dir() else []
@@ -52,7 +57,7 @@ class RunReport:
         self.distribution = distribution(evs)
         self.facts_told = facts_told(state, bench.profile.name if bench else None)
         self.active = duration(state.active_seconds)
-        self.grading = grading_line(state)
+        self.grading = grading_line(state, prices)
         self.provenance = provenance_summary(state)
         self.provenance_changes = provenance_changes(state)
         self.categories = list(by_category(evs).values())
@@ -111,7 +116,7 @@ class RunReport:
 
 
 def write_run_report(folder: Path, state: RunState, exchanges: list[Exchange], bench: Benchmark | None = None,
-                     counter: TokenCounter | None = None) -> Path:
+                     counter: TokenCounter | None = None, prices: PriceTable | None = None) -> Path:
     path = folder / HTML_FILE
-    atomic_write(path, RunReport(state, exchanges, folder, bench, counter).render())
+    atomic_write(path, RunReport(state, exchanges, folder, bench, counter, prices).render())
     return path

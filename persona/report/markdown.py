@@ -9,12 +9,14 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
 from persona.report.agreement import persona_vs_judge
+from persona.report.cost import PriceTable
 from persona.report.scores import by_category, distribution, mean, phase_costs
 from persona.state import ASKED_AGAIN, Evaluation, QuotedTurn, RunState, now
 
-__all__ = ["REPORT_FILE", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry"]
 
 REPORT_FILE = "report.md"
+REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
 
 
 def duration(seconds: float) -> str:
@@ -44,7 +46,7 @@ def marks(e: Evaluation) -> str:
     return " · ".join(f"{'✓' if m.correct else '✗'} {m.item}" for m in e.items)
 
 
-def grading_line(state: RunState) -> str:
+def grading_line(state: RunState, prices: PriceTable | None = None) -> str:
     """Who graded, what it cost, and how far the persona's own scores are from the judge's."""
     if state.judge == "persona":
         return "the persona, as it chatted (config judge: \"persona\")"
@@ -53,7 +55,9 @@ def grading_line(state: RunState) -> str:
     if state.grading_set != "original":
         line = f"grading set {state.grading_set} (`mmb regrade`): {line}"
     if usage.calls:
-        line += f"; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, {usage.completion_tokens:,} out"
+        cost = (prices or PriceTable()).cost(state.judge, usage.prompt_tokens, usage.completion_tokens)
+        line += f"; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, {usage.completion_tokens:,} out, " \
+                f"cost {cost.summary()}"
     if state.judge_notes:
         again = sum(ASKED_AGAIN in n for n in state.judge_notes)
         line += f"; {again} judge answer(s) without a valid verdict asked again, " \
@@ -150,7 +154,7 @@ def _sessions(state: RunState) -> str:
     return "; ".join(parts) or "none"
 
 
-def render_entry(bench: Benchmark, state: RunState) -> str:
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {state.error}" if state.error else "")
@@ -171,7 +175,8 @@ def render_entry(bench: Benchmark, state: RunState) -> str:
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
         f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
-        f"- **Graded by:** {grading_line(state)}",
+        f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
+        f"- **Graded by:** {grading_line(state, prices)}",
         f"- **Provenance:** {provenance_summary(state)}",
     ]
     if changes := provenance_changes(state):
@@ -192,7 +197,7 @@ def append_entry(results_dir: Path, entry: str) -> Path:
     with open(path, "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         if f.tell() == 0:
-            f.write("# MarathonMemBench report\n\nOne entry per run end, newest last.\n")
+            f.write(REPORT_HEADER)
         f.write("\n" + entry)
         f.flush()
         os.fsync(f.fileno())

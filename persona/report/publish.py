@@ -1,4 +1,4 @@
-"""Writing a run's reports: report.html beside its state, and the leaderboard over all runs.
+"""Writing a run's reports: report.html beside its state; the leaderboard and the index over all runs.
 
 The runner calls `publish_run` at every run's end (after report.md); `mmb report` calls
 `rebuild` to regenerate every page from the state files, e.g. after an upgrade or during a run.
@@ -13,8 +13,11 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.errors import InputError
+from persona.report.catalog import scan
+from persona.report.cost import PriceTable
 from persona.report.gradings import load_set, shown_with
 from persona.report.html import write_run_report
+from persona.report.index import write_index
 from persona.report.leaderboard import write_leaderboard
 from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState
 from persona.tokens import TokenCounter
@@ -36,12 +39,20 @@ def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
     return state, exchanges
 
 
+def write_overview(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None,
+                   grading: str | None = None) -> list[Path]:
+    """The folder's own pages: leaderboard.md, leaderboard.html and index.html; none without a run.
+    `grading`: the grading set shown where a run has it."""
+    entries = scan(results_dir, planned, prices, grading)
+    return [*write_leaderboard(results_dir, entries, grading), *write_index(results_dir, entries)]
+
+
 def publish_run(folder: Path, state: RunState, bench: Benchmark | None, results_dir: Path,
-                planned: dict[str, int], counter: TokenCounter) -> list[Path]:
-    """report.html and the leaderboard; a failure is logged, never raised: the run's outcome stands."""
+                counter: TokenCounter, prices: PriceTable) -> list[Path]:
+    """report.html, the leaderboard and the index; a failure is logged, never raised: the run's outcome stands."""
     try:
         _, exchanges = read_run(folder)
-        return [write_run_report(folder, state, exchanges, bench, counter), *write_leaderboard(results_dir, planned)]
+        return [write_run_report(folder, state, exchanges, bench, counter, prices), *write_overview(results_dir, None, prices)]
     except Exception as e:  # reporting must never turn a finished run into a failed one
         log.warning("writing the HTML report of %s failed: %s", folder, e)
         return []
@@ -56,10 +67,11 @@ def benchmark_at(path: str) -> Benchmark | None:
 
 
 def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | None = None,
-            counter: TokenCounter | None = None, grading: str | None = None) -> list[Path]:
-    """Every run's report.html (or those in `only`) and the leaderboard; `benches` by run id.
+            counter: TokenCounter | None = None, prices: PriceTable | None = None,
+            grading: str | None = None) -> list[Path]:
+    """Every run's report.html (or those in `only`), the leaderboard and the index; `benches` by run id.
     `grading`: show that grading set wherever a run has it (the pages say which they show)."""
-    counter = counter or TokenCounter()
+    counter, prices = counter or TokenCounter(), prices or PriceTable()
     written = []
     planned = {b.root.name: len(b.checks) for b in benches.values()}
     for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
@@ -75,5 +87,5 @@ def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | 
         state = shown_with(state, load_set(path.parent, grading) if grading else None)
         if bench is not None:
             planned.setdefault(bench.root.name, len(bench.checks))
-        written.append(write_run_report(path.parent, state, exchanges, bench, counter))
-    return written + list(write_leaderboard(results_dir, planned, grading))
+        written.append(write_run_report(path.parent, state, exchanges, bench, counter, prices))
+    return written + write_overview(results_dir, planned, prices, grading)

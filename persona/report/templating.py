@@ -12,6 +12,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from persona.report.charts import bar_width, score_class
+from persona.report.cost import money
+from persona.report.markdown import duration
 
 
 def thousands(value: int | float) -> str:
@@ -26,7 +28,8 @@ def number(value: float, spec: str = "g") -> str:
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("persona.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(thousands=thousands, number=number, score_class=score_class)
+    env.filters.update(thousands=thousands, number=number, score_class=score_class, money=money,
+                       duration=duration)
     env.globals.update(bar_width=bar_width)
     return env
 

@@ -4,6 +4,7 @@ absent one; graded by the rule judge with the persona's own grades beside. For r
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
@@ -26,7 +27,9 @@ CHAT = [  # (turn, session, phase, sent, reply)
 ]
 
 
+@cache
 def demo_bench() -> Benchmark:
+    """Loaded once per process (a load plays the JS blocks, about a second); tests only read it."""
     return load_benchmark(DEMO_BENCH)
 
 
@@ -76,3 +79,16 @@ def write_run(results: Path, state: RunState, exchanges: list[Exchange]) -> Path
         store.append_exchange(state.model_copy(), ex)
     store.save(state)
     return store.folder
+
+
+# A benchmark that plays in well under a second against the oracle (no JS block, one fact, two checks): for
+# tests that need many whole runs through the real runner, e.g. shards and merges.
+MICRO = {
+    "benchmark.json": {"title": "Micro", "language": "en", "chapters": ["chapter1.md"], "fact_files": ["family.md"]},
+    "chapter1.md": "# Chapter 1\n\n## Tell\nTell the facts from family.\n\n## Ask\nAsk the questions.\n"
+                   "❓ m1 [single] Who is my wife? Correct answer: Ana\n"
+                   "❓ m2 [absent] What is my blood type? Correct answer: you didn't tell me\n",
+    "family.md": "# Family\n\n## 1. Wife\n1.1 My wife is Ana\n",
+    "profile.md": "# Bo\n\n## 1. About me\n1.1 I am Bo, 40 years old\n",
+    "instructions.md": "You are Bo. Write short messages.\n",
+}

@@ -1,0 +1,75 @@
+"""Writing benchmarks and configs: `mmb validate`, `mmb new`, `mmb schema benchmark|config|export`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from persona.benchmark.loader import load_benchmark, manifest_schema
+from persona.cli.common import EXIT_BAD_INPUT, fail
+from persona.config import config_schema
+from persona.errors import InputError
+from persona.report.export import export_schema
+
+
+def validate(
+    benchmarks: Annotated[list[Path], typer.Argument(help="Benchmark folders")],
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too")] = False,
+) -> None:
+    """Check benchmarks: errors (unplayable) and warnings (likely mistakes), each with its file and line."""
+    from persona.benchmark.lint import lint
+
+    bad = 0
+    for folder in benchmarks:
+        try:
+            bench = load_benchmark(folder)
+        except InputError as e:
+            bad += 1
+            for p in e.problems:
+                typer.secho(f"{p}", fg="red", err=True)
+            typer.echo(f"{folder}: {len(e.problems)} error(s)")
+            continue
+        warnings = lint(bench)
+        for w in warnings:
+            typer.secho(f"warning: {w}", fg="yellow", err=True)
+        bad += bool(warnings and strict)
+        counts = f"{len(bench.phases)} phases, {sum(len(f.live_facts()) for f in bench.fact_files.values())} facts, " \
+                 f"{len(bench.checks)} checks"
+        typer.echo(f"{folder}: ok ({counts})" + (f", {len(warnings)} warning(s)" if warnings else ""))
+    if bad:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def new(
+    name: Annotated[str, typer.Argument(help="Folder name of the new benchmark")],
+    folder: Annotated[Path, typer.Option("--dir", help="Where benchmark folders live")] = Path("benchmarks"),
+    language: Annotated[str, typer.Option("--language", "-l", help="en or ru")] = "en",
+) -> None:
+    """Create a skeleton benchmark that validates and dry-runs; replace its content with yours."""
+    from persona.benchmark.skeleton import create_skeleton
+
+    try:
+        files = create_skeleton(name, folder, language)
+    except InputError as e:
+        fail(e)
+    for f in files:
+        typer.echo(f"wrote {f}")
+    target = folder / name
+    typer.echo(f"next: edit the files (see benchmarks/AUTHORING.md), then\n  mmb validate {target}\n"
+               f"  mmb run --dry --benchmark {target}")
+
+
+SCHEMAS = {"benchmark": manifest_schema, "config": config_schema, "export": export_schema}
+
+
+def schema(
+    what: Annotated[str, typer.Argument(help="benchmark (benchmark.json), config (config.jsonc) or export "
+                                        "(a row of mmb export)")] = "benchmark",
+) -> None:
+    """Print a JSON Schema: of benchmark.json, config.jsonc, or an exported row. The repository publishes them."""
+    if what not in SCHEMAS:
+        fail(f"no schema of {what!r}: benchmark, config or export")
+    typer.echo(json.dumps(SCHEMAS[what](), indent=2, ensure_ascii=False))

@@ -1,0 +1,133 @@
+"""The browser commands: `mmb probe`, `mmb login`, `mmb browsers-path`, `mmb demo-agent`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from persona.cli.common import (
+    EXIT_FAILED,
+    HeadedOption,
+    SlowMoOption,
+    TraceOption,
+    VerboseOption,
+    apply_overrides,
+    browser_config,
+    console_logging,
+    fail,
+)
+
+
+def probe(
+    url: Annotated[str, typer.Argument(help="The chat page")],
+    profile: Annotated[str, typer.Option("--profile", "-p", help="A driver profile (demo, generic, ...)")] = "generic",
+    selector: Annotated[list[str] | None, typer.Option("--selector", "-s", help="Override a selector: key=css")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Override a profile setting: key=value (completion.quiet_ms=2000)")] = None,
+    send: Annotated[str | None, typer.Option("--send", help="Also send this message and show the reply")] = None,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = 15,
+    out: Annotated[Path, typer.Option("--out", help="Where the screenshot (and traces) go")] = Path("results/probe"),
+    auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
+    headed: HeadedOption = False,
+    slow_mo: SlowMoOption = None,
+    trace: TraceOption = "off",
+    verbose: VerboseOption = False,
+) -> None:
+    """Check a profile against a live chat page: each selector's matches, a screenshot, one round trip."""
+    from drivers.auth import AuthError
+    from drivers.browser import BrowserStartError
+    from persona.cli.browsing import parse_pairs, probe_page, resolve_profile
+
+    console_logging(verbose)
+    browser, base_dir = browser_config(config)
+    apply_overrides(browser, headed, slow_mo, trace, False)
+    try:
+        options = {"ready_timeout_s": wait, **parse_pairs(option or [], "--option")}
+        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector", json_values=False), options)
+    except ValueError as e:
+        fail(str(e))
+    auth_dir = (base_dir / browser.auth_dir).resolve()
+    try:
+        report = asyncio.run(probe_page(prof, browser, base_dir=base_dir, out_dir=out, send=send,
+                                        login_name=auth, auth_dir=auth_dir))
+    except (AuthError, BrowserStartError) as e:
+        fail(str(e), EXIT_FAILED)
+    typer.echo(report.render())
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def login(
+    profile: Annotated[str, typer.Argument(help="The driver profile whose page to log in to (or generic with --url)")],
+    url: Annotated[str | None, typer.Option("--url", help="The login page (default: the profile's)")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Save it under this name (default: PROFILE); runs use it as agent.auth")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="storage: cookies + localStorage + IndexedDB in one file; profile: a whole Chromium profile folder")] = "storage",
+    wait_for: Annotated[str | None, typer.Option("--wait-for", help="Save as soon as this selector shows (e.g. the chat list)")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Stop waiting after S seconds (with --wait-for: fail)")] = None,
+    headless: Annotated[bool, typer.Option("--headless", help="No window: for scripted logins with --wait-for")] = False,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings (auth_dir, connect) from this config")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Log in to a chat UI once, in a real browser window; runs reuse it (agent.auth). It is a secret."""
+    from drivers.auth import AuthError, check_name
+    from drivers.browser import BrowserStartError
+    from persona.cli.browsing import login as do_login
+    from persona.cli.browsing import login_url
+
+    console_logging(verbose)
+    if kind not in ("storage", "profile"):
+        fail(f"--kind must be storage or profile, not {kind!r}")
+    browser, base_dir = browser_config(config)
+    browser.headless = headless
+    interactive = wait_for is None and timeout is None
+    if interactive and not sys.stdin.isatty():
+        fail("not a terminal: give --wait-for SELECTOR (or --timeout S) to know when the login is done")
+    try:
+        saved = asyncio.run(do_login(login_url(profile, url), browser, base_dir=base_dir, auth_dir=(base_dir / browser.auth_dir).resolve(),
+                                     name=check_name(name or profile), kind=kind, wait_for=wait_for, timeout_s=timeout,
+                                     interactive=interactive, say=typer.echo))
+    except (ValueError, AuthError, BrowserStartError) as e:
+        fail(str(e), EXIT_FAILED)
+    what = "a Chromium profile" if saved.kind == "profile" else "storage state: cookies, localStorage, IndexedDB"
+    typer.echo(f"saved login {saved.name!r} ({what}) to {saved.path} (owner-only; never commit it)\n"
+               f'use it in config.jsonc: "agent": {{"auth": "{saved.name}", ...}}')
+
+
+def browsers_path(
+    folder: Annotated[Path, typer.Option("--dir", help="Where to make it")] = Path(".ms-playwright"),
+) -> None:
+    """Print a PLAYWRIGHT_BROWSERS_PATH whose builds link to the system Chromium and ffmpeg (Linux).
+
+    For `playwright run-server` or `playwright show-trace` on a machine without `playwright install`:
+    PLAYWRIGHT_BROWSERS_PATH=$(mmb browsers-path) playwright run-server --host 127.0.0.1 --port 3000
+    """
+    from drivers.browser import BrowserStartError, find_system_chromium
+    from drivers.playwright_home import find_ffmpeg, linked_browsers_path
+
+    try:
+        chromium = find_system_chromium()
+        root = linked_browsers_path(folder.resolve(), chromium=chromium, ffmpeg=find_ffmpeg())
+    except (BrowserStartError, RuntimeError) as e:
+        fail(str(e), EXIT_FAILED)
+    if chromium is None:
+        typer.secho("no system Chromium found: only ffmpeg is linked", fg="yellow", err=True)
+    typer.echo(str(root))
+
+
+def demo_agent(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 8765,
+    data: Annotated[Path | None, typer.Option(help="Memory folder (default: in memory)")] = None,
+) -> None:
+    """Serve the bundled demo chat agent, to try it by hand or point a profile at it."""
+    from demo_agent.web import DemoChatServer
+
+    server = DemoChatServer(data)
+    typer.echo(f"DemoMind at {server.start(port=port)}  (Ctrl-C stops)")
+    try:
+        asyncio.run(asyncio.Event().wait())
+    except KeyboardInterrupt:
+        server.stop()
