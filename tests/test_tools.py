@@ -93,3 +93,20 @@ def test_the_last_phase_completes_the_scenario(box):
     call(box, "log_evaluation", check_id="q2", score=0, answer="38", comment="old value")
     call(box, "log_evaluation", check_id="q3", score=5, answer="Rui", comment="half")
     assert call(box, "next_phase") == SCENARIO_COMPLETE and box.state.finished
+
+
+def test_with_a_judge_the_grade_is_the_judges_on_the_agents_own_words(box):
+    from persona.engine.judge import RuleJudge
+    from persona.state import Exchange
+
+    chat: list[Exchange] = []
+    box.judge, box.exchanges = RuleJudge(), lambda: chat
+    assert "nothing was said in the chat since the last grade: ask q1 first" in \
+        call(box, "log_evaluation", check_id="q1", score=7, answer="a", comment="c")
+    chat.append(Exchange(turn=1, session=0, phase=0, sent="Who is my wife?", reply=["Hm.", "It's Ana."]))
+    box.state.turn = box.state.transcript_len = 1
+    logged = call(box, "log_evaluation", check_id="q1", score=7, answer="Ana", comment="c")
+    assert logged == "Logged q1; the grader scores it.", "no score back: it would tell the persona the answer"
+    ev, = box.state.evaluations
+    assert (ev.score, ev.grader, ev.persona_grade.score) == (10, "rules", 7)  # 7 is fine as the persona's impression
+    assert [(t.turn, t.reply) for t in ev.agent_turns] == [(1, ["Hm.", "It's Ana."])]

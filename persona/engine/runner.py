@@ -137,7 +137,8 @@ def new_state(plan: RunPlan) -> RunState:
     return RunState(
         run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
         driver=plan.run.agent.driver, persona_model=plan.persona.label,
-        judge=plan.judge.label if plan.judge else "persona", repeat_of=plan.repeat_of, repeat=plan.repeat, facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
+        judge=plan.judge.label if plan.judge else "persona", repeat_of=plan.repeat_of, repeat=plan.repeat,
+        facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
     )
 
 

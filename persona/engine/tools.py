@@ -16,7 +16,7 @@ from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
 from persona.engine.judge import Judge, answer_turns
 from persona.engine.scenario import Scenario
-from persona.state import Evaluation, Exchange, Grade, RunState
+from persona.state import Evaluation, Exchange, Grade, QuotedTurn, RunState
 
 SCENARIO_COMPLETE = "The scenario is complete. Do not write anything more."
 
@@ -201,15 +201,7 @@ class ToolBox:
                     second_attempt=bool(second_attempt), comment=str(comment))
         last = self.state.evaluations[-1].turn if self.state.evaluations else 0
         turns = answer_turns(self.exchanges()[:self.state.transcript_len], check.question, last, self.state.phase)
-        record = own
-        if self.judge is not None:
-            if not turns:
-                raise ToolError(f"nothing was said in the chat since the last grade: ask {check.id} first, "
-                                "then call log_evaluation with the agent's answer")
-            judged = await self.judge.grade(check, turns)
-            self.state.judge_usage.add(self.state.phase, judged.prompt_tokens, judged.completion_tokens, judged.calls)
-            self.state.judge_notes += [f"{check.id}: {note}"[:300] for note in judged.notes]
-            record = judged.grade
+        record = own if self.judge is None else await self._judged(check, turns)
         self.state.evaluations.append(Evaluation(
             check_id=check.id, category=check.category, question=check.question, expected=check.answer,
             answer=str(answer), **record.model_dump(), persona_grade=own if self.judge else None,
@@ -218,6 +210,17 @@ class ToolBox:
         if self.judge is not None:  # the judge's score would tell the persona what the answer was not
             return f"Logged {check.id}; the grader scores it."
         return f"Logged {check.id}: {record.score:g}/10."
+
+    async def _judged(self, check: Check, turns: list[QuotedTurn]) -> Grade:
+        """The judge's grade of what the agent said, its cost and any answers it had to give again counted."""
+        assert self.judge is not None
+        if not turns:
+            raise ToolError(f"nothing was said in the chat since the last grade: ask {check.id} first, "
+                            "then call log_evaluation with the agent's answer")
+        judged = await self.judge.grade(check, turns)
+        self.state.judge_usage.add(self.state.phase, judged.prompt_tokens, judged.completion_tokens, judged.calls)
+        self.state.judge_notes += [f"{check.id}: {note}"[:300] for note in judged.notes]
+        return judged.grade
 
     # -- lookups -----------------------------------------------------------------------------------
 
