@@ -2,7 +2,8 @@
 
 It keeps the DOM contract of the demo chat (drivers/demo.py works on it unchanged): textarea#prompt,
 #messages[data-ready] (no history to load), button#send (Enter sends too), .msg.user / .msg.assistant
-bubbles, button#stop visible while busy, data-done="1" on a finished reply. The page records, per turn, when our bubble appeared, when each
+bubbles, button#stop visible while busy, data-done="1" on a finished reply. `?history=N` opens it with N
+earlier bubbles (half ours, half finished replies), for the cost of a long chat. The page records, per turn, when our bubble appeared, when each
 chunk of the reply reached the DOM and when the busy marker went away, as epoch milliseconds
 (performance.timeOrigin + performance.now()), readable from `window.__bench.turns`. That gives the
 agent's own reply time (first bubble to last chunk) and the moment a driver could at best know the
@@ -21,6 +22,7 @@ PAGE = r"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>bench chat</title>
 <style>body{font:14px sans-serif;margin:0;display:flex;flex-direction:column;height:100vh}
 #messages{flex:1;overflow:auto;padding:8px}.msg{margin:4px 0;padding:6px;border-radius:6px;white-space:pre-wrap}
+#history{content-visibility:auto;contain-intrinsic-size:auto 40000px}
 .user{background:#dde}.assistant{background:#eee}form{display:flex;gap:4px;padding:8px}textarea{flex:1}</style>
 </head><body>
 <main id="messages" aria-busy="false" data-ready="1"></main>
@@ -37,6 +39,19 @@ function bubble(cls, text) {
   const el = document.createElement("div"); el.className = "msg " + cls; el.textContent = text;
   messages.appendChild(el); messages.scrollTop = messages.scrollHeight; return el;
 }
+const query = new URLSearchParams(location.search);
+const history = Number(query.get("history") || 0);
+// contained=1: the earlier bubbles sit in a block the browser may skip laying out (content-visibility),
+// so the page's own layout does not grow with them; the DOM a driver queries is the same.
+const earlier = query.get("contained") ? messages.appendChild(Object.assign(document.createElement("div"), {id: "history"})) : messages;
+for (let i = 0; i < history; i++) {
+  const el = document.createElement("div");
+  el.className = "msg " + (i % 2 ? "assistant" : "user");
+  el.textContent = `Earlier message ${i}: ` + "some words of an old turn ".repeat(4);
+  if (i % 2) el.dataset.done = "1";
+  earlier.appendChild(el);
+}
+messages.scrollTop = messages.scrollHeight;
 function setBusy(on) { busy = on; send.disabled = on; stop.hidden = !on; messages.setAttribute("aria-busy", String(on)); }
 async function submit() {
   const text = prompt.value;

@@ -39,6 +39,7 @@ class Sample:
     agent_ms: float
     delay_ms: float | None  # None where the contender's end can't be put on the page clock
     complete: bool  # the text returned is the whole reply
+    watch_ms: float | None = None  # our driver: what the reply watch's checks took inside the page
 
     @property
     def overhead_ms(self) -> float:
@@ -105,7 +106,9 @@ class OurDriver:
         started = time.perf_counter()
         reply = await self.driver.send(text)
         wall = (time.perf_counter() - started) * 1000
-        return await _page_sample(self.driver._page(), wall, time.time() * 1000, self.offset, reply.text)
+        sample = await _page_sample(self.driver._page(), wall, time.time() * 1000, self.offset, reply.text)
+        sample.watch_ms = reply.watch_ms
+        return sample
 
     async def close(self) -> None:
         await self.driver.close()
@@ -129,7 +132,7 @@ class Floor:
         self.page = await self.context.new_page()
         await self.page.goto(url)
         self.offset = await clock_offset(self.page)
-        self.replies = 0
+        self.replies = await self.page.locator(".msg.assistant[data-done='1']").count()  # a chat with history
         return self
 
     async def turn(self, text: str) -> Sample:

@@ -58,7 +58,7 @@ async def _child(n: int, results: Path) -> dict:
     runs = [{"id": f"par{i}", "benchmark": str(REPO / "benchmarks" / "demo"), "agent": {"driver": "demo"}}
             for i in range(n)]
     config = Config.model_validate({"runs": runs, "parallel": n, "results_dir": str(results),
-                                    "compaction": {"max_tokens": 3000, "trim_to_tokens": 1500}})
+                                    "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}})
     started = time.monotonic()
     await Runner(config, print_line=lambda _: None).run_all(plan_runs(config))
     seconds = time.monotonic() - started

@@ -2,8 +2,8 @@
 
 The real PersonaLoop does the work (its _append, _maybe_compact, _context_tokens and save), on a
 state grown to N messages of history. A turn here is what the loop does for one message to the
-agent: count the context, maybe compact, append our message, save it pending, save it sent,
-append the exchange to transcript.jsonl, append the reply, save. Growing the history itself skips
+agent: count the context, maybe compact, append our message, save it pending, save it submitted
+(just before the send button is pressed), save it sent, append the exchange to transcript.jsonl, append the reply, save. Growing the history itself skips
 the saves (they don't change what the state holds), so 5000 messages take seconds, not minutes.
 """
 
@@ -26,7 +26,7 @@ from persona.tokens import TokenCounter
 
 REPO = Path(__file__).resolve().parent.parent
 TURNS_PER_PHASE = 25  # compaction cuts only at phase starts
-SAVES_PER_TURN = 3  # pending, sent, reply recorded
+SAVES_PER_TURN = 4  # pending, submitted, sent, reply recorded
 OUR_TEXT = ("Oh, and one more thing about my week: on Sunday I ran {n} km along the river, a bit slower than I "
             "hoped, and afterwards Jonas made pancakes. Do you remember what my 10 km personal best is?")
 REPLY_TEXT = ("Thanks for telling me! Noted: on Sunday you ran {n} km along the river, and Jonas made pancakes "
@@ -38,8 +38,8 @@ class Cost:
     history: int  # messages the persona has had in all (what the run has grown to)
     kept: int  # messages in the state after compaction
     state_kb: float
-    save_ms: float  # per turn: three saves, wall time (serializing, writing, two fsyncs each)
-    serialize_ms: float  # per turn: the CPU part of those saves, state.json rendered three times
+    save_ms: float  # per turn: SAVES_PER_TURN saves, wall time (serializing, writing, two fsyncs each)
+    serialize_ms: float  # per turn: the CPU part of those saves, state.json rendered as many times
     transcript_ms: float  # per turn: one appended, fsynced line
     tokens_ms: float  # per turn: counting the two new messages, the context total, the compaction check
 
@@ -55,8 +55,7 @@ def make_loop(folder: Path, compaction: bool) -> PersonaLoop:
     limits = CompactionConfig(max_tokens=30000, trim_to_tokens=10000) if compaction else \
         CompactionConfig(max_tokens=10**12, trim_to_tokens=10**12 - 1)
     return PersonaLoop(bench=bench, state=state, store=RunStore(folder), model=ScriptedPersona(),
-                       driver=OracleDriver(bench), counter=TokenCounter(limits.encoding), compaction=limits,
-                       max_steps=10**9)
+                       driver=OracleDriver(bench), counter=TokenCounter(limits.encoding), compaction=limits)
 
 
 class Turns:
@@ -78,12 +77,14 @@ class Turns:
         loop._append(message)
         if self.n % TURNS_PER_PHASE == 0:
             message.starts_phase = True
-            state.phase += 1
+            state.phase = (state.phase + 1) % len(loop.bench.phases)  # a boundary; the brief stays a real one
         tokens = clock() - t0
         save = transcript = 0.0
         if timed:
             t = clock()
             state.pending = PendingSend(text=text, turn=state.turn + 1, user_messages_before=state.turn)
+            loop.save()
+            state.pending.status, state.pending.typed = "submitted", 1
             loop.save()
             state.pending.status = "sent"
             loop.save()

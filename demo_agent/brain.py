@@ -1,9 +1,17 @@
 """DemoMind's mind: a deterministic chat agent with a session context and long-term notes.
 
-The memory is deliberately imperfect so a benchmark run scores between 0 and 10:
+The memory is deliberately imperfect so a benchmark run scores between 0 and 10, and so a memory
+autopsy finds every kind of miss:
 - statements that "look important" (a digit, or a name) become notes shared by all chats;
 - every other statement lives only in the current chat's context and is lost in a new chat
-  or when the context is compacted.
+  or when the context is compacted (never stored);
+- a statement whose words (numbers aside) are all in a note already is taken as known and not
+  noted, so "my best is now 52:30" after "my best is 54:10" leaves the old value (stale);
+- recall needs two words in common with the question (one after "search your memory"), so a
+  stored note can still be missed (stored, not retrieved).
+
+Like the agents it stands for (OpenClaw, Hermes), it keeps its notes as a folder of Markdown
+files, `memory/chat-N.md` under its data folder, one per chat; memory.json holds the chats.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from drivers.files import atomic_write
 
 NOTICE_TEXT = "Context compacted: older messages were summarised into notes"
 STATE_FILE = "memory.json"
+NOTES_DIR = "memory"
+NOTE_PREFIX = "- "
 MAX_RECALL = 3
 
 ACKS_EN = (
@@ -222,8 +232,16 @@ class Brain:
 
     def _add_note(self, text: str, seq: int, conv_id: str) -> None:
         key = normalise(text.strip())
+        if self._known(text, key):
+            return
         self._notes = [n for n in self._notes if normalise(n["text"].strip()) != key]
         self._notes.append({"text": text.strip(), "seq": seq, "conv": conv_id})
+
+    def _known(self, text: str, key: str) -> bool:
+        """Another note has every word of this one, numbers aside: DemoMind thinks it knows it already."""
+        words = {w for w in content_stems(text) if not w.isdigit()}
+        return bool(words) and any(words <= content_stems(n["text"]) and normalise(n["text"].strip()) != key
+                                   for n in self._notes)
 
     def _context(self, conv: _Conversation) -> list[dict[str, Any]]:
         return [m for m in conv.messages[conv.context_start :] if m["kind"] != "notice"]
@@ -245,9 +263,8 @@ class Brain:
 
     def _state(self) -> dict[str, Any]:
         return {
-            "version": 1,
+            "version": 2,
             "seq": self._seq,
-            "notes": self._notes,
             "conversations": {
                 cid: {
                     "messages": c.messages,
@@ -262,7 +279,46 @@ class Brain:
         if self._path is None:
             return
         # a process killed mid-write leaves the previous memory intact
+        self._save_notes()
         atomic_write(self._path, json.dumps(self._state(), ensure_ascii=False))
+
+    def _notes_dir(self) -> Path:
+        assert self._path is not None
+        return self._path.parent / NOTES_DIR
+
+    def _save_notes(self) -> None:
+        """memory/chat-N.md per chat that has notes, oldest note first; only changed files are written."""
+        chats = list(self._convs)
+        pages: dict[str, list[str]] = {}
+        for note in self._notes:
+            n = chats.index(note["conv"]) + 1 if note["conv"] in chats else 0
+            pages.setdefault(f"chat-{n}.md", [f"# Notes from chat {n}", ""]).append(NOTE_PREFIX + note["text"])
+        folder = self._notes_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, lines in pages.items():
+            text = "\n".join(lines) + "\n"
+            path = folder / name
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                atomic_write(path, text)
+        for stale in folder.glob("chat-*.md"):
+            if stale.name not in pages:
+                stale.unlink()
+
+    def _load_notes(self) -> list[dict[str, Any]]:
+        """Notes from memory/chat-N.md; each one's place in time is the newest message that said it."""
+        chats = list(self._convs)
+        said = {normalise(m["text"].strip()): (m["seq"], cid) for cid, c in self._convs.items()
+                for m in c.messages if m["role"] == "user"}
+        notes = []
+        for path in sorted(self._notes_dir().glob("chat-*.md")):
+            n = int(path.stem.split("-", 1)[1]) if path.stem.split("-", 1)[1].isdigit() else 0
+            fallback = chats[n - 1] if 0 < n <= len(chats) else ""
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.startswith(NOTE_PREFIX):
+                    text = line[len(NOTE_PREFIX):].strip()
+                    seq, conv = said.get(normalise(text), (0, fallback))
+                    notes.append({"text": text, "seq": seq, "conv": conv})
+        return sorted(notes, key=lambda n: n["seq"])
 
     def _load(self) -> None:
         assert self._path is not None
@@ -273,10 +329,11 @@ class Brain:
         except (OSError, ValueError) as e:
             raise RuntimeError(f"DemoMind memory file {self._path} is unreadable: {e}") from e
         self._seq = int(state.get("seq", 0))
-        self._notes = list(state.get("notes", []))
         for cid, c in state.get("conversations", {}).items():
             self._convs[cid] = _Conversation(
                 messages=list(c.get("messages", [])),
                 context_start=int(c.get("context_start", 0)),
                 last_question=c.get("last_question"),
             )
+        # version 1 kept the notes in memory.json; from version 2 they are Markdown files
+        self._notes = list(state["notes"]) if "notes" in state else self._load_notes()

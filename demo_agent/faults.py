@@ -26,6 +26,8 @@ class Faults:
     token_delay_s: float | None = None  # override the pause between streamed chunks
     rate_limit_retry_s: float = 1.0  # the wait the rate-limit message asks for
     set_cookie: str = ""  # a session cookie value the chat page sets (for secret-leak tests)
+    inject_next: int = 0  # the next replies end with `inject_text` as streamed (the agent's memory keeps them clean)
+    inject_text: str = "\ud83d"  # e.g. a lone UTF-16 surrogate or a NUL: text that breaks naive JSON handling
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod

@@ -71,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": message})
 
     def _event(self, name: str, data: dict[str, Any]) -> None:
-        payload = f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+        payload = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
         try:
             self.wfile.write(payload)
             self.wfile.flush()
@@ -141,8 +141,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         drop = faults.take("drop_next")
         reply = self.app.brain.reply(m.group(1), text)  # saved before the first byte is sent
+        bubbles = reply.bubbles
+        if faults.take("inject_next"):
+            bubbles = [*bubbles[:-1], bubbles[-1] + faults.inject_text]
         self._sleep(faults.slow_s)
-        self._stream(reply.bubbles, reply.compacted, drop=drop)
+        self._stream(bubbles, reply.compacted, drop=drop)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)

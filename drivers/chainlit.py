@@ -25,4 +25,5 @@ PROFILE = Profile(
     ),
     # the last text render can trail the busy marker by a frame or two on a loaded machine
     completion=Completion(quiet_ms_with_markers=300),
+    keeps_history=False,  # a reload opens an empty chat
 )

@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash leaves the old file or the new one, never a torn one.
+"""Atomic file writes: a crash leaves the old file or the new one, never a torn one. And `PathText`,
+a path written in a user's file that the operating system can take.
 
 The one write-then-rename helper of the project. It sits in drivers/, the lowest layer, so the
 drivers (logins, scrubbed traces), the engine (state.json, reports) and the demo agent share it.
@@ -13,6 +14,9 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 
 def _umask() -> int:
@@ -59,3 +63,19 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None,
     payload = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_path(path, mode=mode, before_rename=before_rename, durable=durable) as tmp:
         tmp.write_bytes(payload)
+
+
+def usable_path(text: str) -> str:
+    """`text` if the operating system can take it as a path: no NUL, no name too long for a file system."""
+    if "\0" in text:
+        raise ValueError("a path cannot contain a NUL character")
+    try:
+        names = [os.fsencode(name) for name in text.split("/")]
+    except UnicodeEncodeError:
+        raise ValueError("a path must be valid Unicode text (this one has a lone surrogate)") from None
+    if sum(len(n) + 1 for n in names) > 4000 or any(len(n) > 255 for n in names):
+        raise ValueError("path too long for the file system (at most 255 bytes a name, 4000 in all)")
+    return text
+
+
+PathText = Annotated[str, AfterValidator(usable_path)]  # a path field of config.jsonc or benchmark.json

@@ -8,11 +8,13 @@ selector, with a screenshot of the page as it was.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -20,11 +22,27 @@ from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from .base import AgentErrorReply, ChatDriver, DriverError, OnSent, RateLimited, Reply, ReplyTimeout, SelectorError, SessionInfo
+from .base import (
+    AgentErrorReply,
+    ChatBefore,
+    ChatDriver,
+    DriverError,
+    NotResent,
+    Presence,
+    RateLimited,
+    Reply,
+    ReplyTimeout,
+    SelectorError,
+    SendJournal,
+    SessionInfo,
+    presence,
+    squash,
+)
+from .deep_dom import SHADOW_HOOK_JS, in_page
 from .profile import Profile
-from .reply_watch import PLAIN_TEXT_JS, ReplyWatch, WaitFailure
+from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
-from .url_secrets import expand, fragment, without_fragment
+from .url_secrets import ChatUrl, fragment, without_fragment
 
 log = logging.getLogger(__name__)
 
@@ -32,43 +50,78 @@ _shots = itertools.count(1)
 # Matched with document.querySelectorAll inside the page (reply_watch), so plain CSS only.
 _CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
+_HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
 _RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
 
+# Messages shown (but ignored ones), open shadow roots included.
+_SHOWN_JS = in_page("([s, ig]) => Q.all(s).filter((e) => !(ig && Q.closest(e, ig))).length")
 # True once no message (but ignored ones) has been shown for `settle` ms; state lives in the page.
-_EMPTY_FOR_JS = """([s, ig, settle]) => {
-  const n = Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length;
+_EMPTY_FOR_JS = in_page("""([s, ig, settle]) => {
+  const n = Q.all(s).filter((e) => !(ig && Q.closest(e, ig))).length;
   if (n) { window.__mmbEmptySince = null; return false; }
   window.__mmbEmptySince = window.__mmbEmptySince || performance.now();
   return performance.now() - window.__mmbEmptySince >= settle;
-}"""
+}""")
+# The page's HTML with its open shadow roots inline, for the failure files.
+_PAGE_HTML_JS = in_page("() => Q.html()")
+# Matches and visible ones among elements a locator found.
+_COUNT_JS = """(els) => [els.length, els.filter((e) => e.checkVisibility ? e.checkVisibility({visibilityProperty: true})
+                                                   : !!(e.offsetWidth || e.offsetHeight)).length]"""
+_IN_PAGE_COUNT_JS = in_page("(s) => Q.all(s).length")
+# Open shadow roots, and the frames' addresses: the page scripts do not enter frames.
+_PAGE_PARTS_JS = in_page("""() => ({shadowRoots: Q.shadowRoots(),
+  frames: Q.all("iframe, frame").map((f) => f.getAttribute("src") || "(no src)")})""")
+# What the page says in visible role=alert elements.
+_ALERTS_JS = in_page("""() => Q.all("[role=alert]").filter((e) => e.checkVisibility())
+  .map((e) => (e.innerText || "").trim()).filter(Boolean)""")
 
 
 # The centre of the send button if a click there lands on it (enabled, not covered, not moving),
 # scrolled into view first; else null. An element that an animation or transition moves must keep
 # its place for a frame, as Playwright's own check wants. Frames have their own coordinates: null.
-_CLICK_POINT_JS = """async (el) => {
+# Inside a shadow root the hit test asks that root, which answers with its own element, not the host.
+_CLICK_POINT_JS = in_page("""async (el) => {
   if (window !== window.top || el.disabled || el.getAttribute("aria-disabled") === "true") return null;
   const r0 = el.getBoundingClientRect();
   if (r0.top < 0 || r0.left < 0 || r0.bottom > innerHeight || r0.right > innerWidth) el.scrollIntoView({block: "nearest"});
   const at = () => {
     const r = el.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
-    const hit = r.width > 0 && r.height > 0 && document.elementFromPoint(x, y);
-    return hit && (hit === el || el.contains(hit)) ? {x, y} : null;
+    const hit = r.width > 0 && r.height > 0 && el.getRootNode().elementFromPoint(x, y);
+    return hit && (hit === el || Q.contains(el, hit)) ? {x, y} : null;
   };
   const first = at();
   if (!first) return null;
   const moving = !document.getAnimations ||  // a browser that cannot tell: assume it may move
     document.getAnimations().some((a) => a.playState === "running" && a.effect && a.effect.target &&
-                                         a.effect.target.contains && a.effect.target.contains(el));
+                                         a.effect.target.nodeType === 1 && Q.contains(a.effect.target, el));
   if (!moving) return first;
   await new Promise((ok) => { requestAnimationFrame(() => ok()); setTimeout(ok, 50); });  // no frames when minimized
   const second = at();
   return second && second.x === first.x && second.y === first.y ? second : null;
-}"""
+}""")
 
 
-def _squash(text: str) -> str:
-    return " ".join(text.split())
+@dataclass
+class SelectorMatch:
+    """What one selector of the profile finds on the page now, found as the driver finds it."""
+
+    key: str
+    selector: str
+    count: int = 0  # Playwright's locator (pierces open shadow roots)
+    visible: int = 0
+    in_page: int | None = None  # messages and markers: what the page scripts see (deep_dom.py), which the run uses
+    editable: bool | None = None  # the input: whether text can be typed into it
+    error: str | None = None  # not a valid selector
+
+
+class _CountCommand(SendJournal):
+    """A command typed into the chat (`/new`) is counted as the driver's, not as a persona message."""
+
+    def __init__(self, driver: PlaywrightDriver):
+        self.driver = driver
+
+    async def submitting(self) -> None:
+        self.driver.commands_typed += 1
 
 
 class PlaywrightDriver(ChatDriver):
@@ -82,17 +135,20 @@ class PlaywrightDriver(ChatDriver):
         if not self.base_url:
             raise DriverError(f"profile {profile.name!r} needs a chat URL (agent.url in config.jsonc)")
         try:
-            self._open_url, url_secrets = expand(self.base_url)
+            self._url = ChatUrl(self.base_url)
         except ValueError as e:
             raise DriverError(f"profile {profile.name!r}: {e}") from None
+        self._open_url = self._url.opened
         self.artifacts = artifacts
-        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=(*secrets, *url_secrets))
+        self._secrets = tuple(s for s in (*secrets, *self._url.secrets) if s)
+        self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=self._secrets)
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
         self._crashed = False
         self._css_checked = False
         self._session_index = 0
         self._turn = 0
+        self.commands_typed = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -111,10 +167,12 @@ class PlaywrightDriver(ChatDriver):
                 self.page = blank[0] if blank else await self.context.new_page()
             except PlaywrightError as e:
                 raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
+            await self.page.add_init_script(SHADOW_HOOK_JS)  # open shadow roots, known as they are attached
             if self._sel.dismiss:  # Playwright clicks it away before any action it would block
                 await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
             self.page.on("crash", self._on_crash)
-        url, shown = self._address(self._open_url, session_url), self._address(self.base_url, session_url)
+        url = self._address(self._open_url, self._url.reopen(session_url) if session_url else None)
+        shown = self.shown(self._address(self.base_url, session_url))
         try:
             await self.page.goto(url, wait_until="domcontentloaded")
         except PlaywrightError as e:
@@ -162,20 +220,30 @@ class PlaywrightDriver(ChatDriver):
 
     @property
     def session_url(self) -> str | None:
-        """The chat's address, relative to the base URL when under it (ports change across restarts)."""
+        """The chat's address, relative to the base URL when under it (ports change across restarts),
+        with the URL's secrets as their `${NAME}` placeholders."""
         if self.page is None:
             return None
         url = self.page.url
         base = without_fragment(self._open_url).rstrip("/")
-        return url[len(base):] or "/" if url.startswith(base) else url
+        return self.shown(url[len(base):] or "/" if url.startswith(base) else url)
+
+    @property
+    def url_secrets(self) -> tuple[str, ...]:
+        """The values the chat URL's `${NAME}` placeholders stand for, in every form a URL may hold them."""
+        return self._url.secrets
+
+    def shown(self, text: str) -> str:
+        """A URL, or a message naming one, as it may be shown or saved: secrets as `${NAME}`."""
+        return self._url.hide(text)
 
     # -- sending and replies -------------------------------------------------------------------
 
-    async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
+    async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
         self._turn += 1
-        return await self._exchange(text, on_sent, f"turn {self._turn}")
+        return await self._exchange(text, journal or SendJournal(), f"turn {self._turn}")
 
-    async def _exchange(self, text: str, on_sent: OnSent | None, step: str) -> Reply:
+    async def _exchange(self, text: str, journal: SendJournal, step: str) -> Reply:
         page = self._page()
         await self.tracer.group(step)
         try:
@@ -183,34 +251,43 @@ class PlaywrightDriver(ChatDriver):
             watch = ReplyWatch(page, self.profile)
             await watch.arm()
             await self._type(text)
+            await journal.submitting()
             await self._submit()
-            await self._wait_sent(watch, text)
-            if on_sent:
-                await on_sent()
+            if await self._wait_sent(watch, text):
+                await journal.shown()
             reply = await self._collect(watch, step)
             reply.seconds = time.monotonic() - started
             return reply
         finally:
             await self.tracer.end_group()
 
-    async def user_message_count(self) -> int | None:
+    async def chat_before(self) -> ChatBefore | None:
+        """Our bubbles (user_message), counted and read in the page as the reply watch does."""
         if not self._sel.user_message:
             return None
-        return await self._page().locator(self._sel.user_message).count()
+        return await ReplyWatch(self._page(), self.profile).ours()
 
-    async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
-        """Our message is in the chat if there are more user bubbles than before and the last is ours."""
-        if not self._sel.user_message or user_messages_before is None:
-            return None
-        users = self._page().locator(self._sel.user_message)
-        count = await users.count()
-        if count <= user_messages_before:
-            return None
-        if _squash(await self._text_of(users.nth(count - 1))) != _squash(text):
-            return None
-        log.info("resume: the message was already sent; waiting for its reply instead of sending it again")
-        self._turn += 1
-        return await self._collect(ReplyWatch(self._page(), self.profile, count - 1), f"turn {self._turn}")
+    async def find_sent(self, text: str, before: ChatBefore | None) -> Presence:
+        """Where `text` is. Without a `ready` selector to say the history is rendered, a reopened chat
+        may still be drawing it: "absent" (which allows typing it again) must hold for a few seconds,
+        and a chat showing fewer of our messages than before gets as long to catch up."""
+        deadline = time.monotonic() + (0 if self._sel.ready else _HISTORY_SETTLE_S)
+        while True:
+            now = await self.chat_before()
+            found = presence(text, before, now, keeps_history=self.profile.keeps_history)
+            growing = found.state == "unknown" and now is not None and before is not None and now.users < before.users
+            if found.state == "shown" or time.monotonic() >= deadline or (found.state == "unknown" and not growing):
+                return found
+            await asyncio.sleep(0.1)
+
+    async def reply_to_last(self, *, first_bubble_s: float | None = None) -> Reply:
+        now = await self.chat_before()
+        if now is None or not now.users:
+            raise NotResent("the chat shows no message of ours to take the reply of")
+        if first_bubble_s is not None:
+            first_bubble_s = min(first_bubble_s, self.profile.completion.first_bubble_timeout_s)
+        watch = ReplyWatch(self._page(), self.profile, now.users - 1, first_bubble_s=first_bubble_s)
+        return await self._collect(watch, f"turn {self._turn}" if self._turn else "the message sent before a restart")
 
     async def _collect(self, watch: ReplyWatch, step: str) -> Reply:
         outcome = await watch.wait()
@@ -218,7 +295,9 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"no complete reply ({step}): {outcome.describe()}", ReplyTimeout)
         if outcome.error is not None:
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
-        reply = Reply(bubbles=outcome.bubbles, signal=outcome.signal, notices=outcome.notices)
+        # A page knows the token it was opened with and may echo it: it is kept as its placeholder.
+        reply = Reply(bubbles=[self.shown(b) for b in outcome.bubbles], signal=outcome.signal,
+                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms)
         if self._rate_limited(reply.text):
             raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
         log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
@@ -267,16 +346,50 @@ class PlaywrightDriver(ChatDriver):
         except PlaywrightError as e:
             raise await self._error(f"cannot send with {self._sel.send or 'Enter'!r}: {str(e).splitlines()[0]}") from None
 
-    async def _wait_sent(self, watch: ReplyWatch, text: str) -> None:
+    async def _wait_sent(self, watch: ReplyWatch, text: str) -> bool:
+        """Our bubble is in the chat (True); False where the profile cannot see our bubbles."""
         if not self._sel.user_message:
-            return
+            return False
         shown = await watch.wait_sent()
         if shown is None:
             raise await self._error(
                 f"the message did not show up as sent: no new {self._sel.user_message!r} "
                 f"within {self.profile.send_timeout_s:g} s")
-        if _squash(shown) != _squash(text):  # markdown rendering changes text, so this only warns
+        if squash(shown) != squash(text):  # markdown rendering changes text, so this only warns
             log.warning("the chat shows our message as %r, not as typed (%r)", shown[:120], text[:120])
+        return True
+
+    # -- what the selectors find (mmb probe) ----------------------------------------------------
+
+    async def selector_matches(self) -> list[SelectorMatch]:
+        """Each selector of the profile, counted the way the driver uses it."""
+        page = self._page()
+        found = []
+        for key, selector in self._sel.model_dump().items():
+            if not selector:
+                continue
+            match = SelectorMatch(key=key, selector=selector)
+            locator = page.locator(selector)
+            try:
+                match.count, match.visible = await locator.evaluate_all(_COUNT_JS)
+                if key in _CSS_ONLY:
+                    match.in_page = await page.evaluate(_IN_PAGE_COUNT_JS, selector)
+            except PlaywrightError as e:
+                match.error = str(e).splitlines()[0]
+                if key in _CSS_ONLY and "is not a valid selector" in match.error:
+                    match.error = "not plain CSS, which the page scripts need: " + match.error
+            if key == "input" and match.visible:
+                try:
+                    match.editable = await locator.filter(visible=True).first.is_editable(timeout=5000)
+                except PlaywrightError:  # not an input, textarea or contenteditable at all
+                    match.editable = False
+            found.append(match)
+        return found
+
+    async def page_parts(self) -> tuple[int, list[str]]:
+        """The page's open shadow roots (how many) and its frames (their src)."""
+        parts = await self._page().evaluate(_PAGE_PARTS_JS)
+        return parts["shadowRoots"], parts["frames"]
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -290,6 +403,7 @@ class PlaywrightDriver(ChatDriver):
                 command = self.profile.new_session_message
                 before = await self._messages_shown()
                 await self._type(command)
+                self.commands_typed += 1
                 await self._submit()
                 sign = f"sent {command!r}; " + await self._verify_reset(mode, old_url, before, resend=command)
             elif mode == "message":
@@ -301,7 +415,7 @@ class PlaywrightDriver(ChatDriver):
                     if self._sel.new_chat_confirm:
                         await self._click(self._sel.new_chat_confirm, "new chat confirmation")
                 elif mode == "url":
-                    await page.goto(self._address(self._open_url, self.profile.new_session_url))
+                    await page.goto(self._address(self._open_url, self._url.reopen(self.profile.new_session_url or "")))
                 else:
                     await page.reload()
                 sign = await self._verify_reset(mode, old_url, before)
@@ -315,7 +429,7 @@ class PlaywrightDriver(ChatDriver):
     async def _reset_by_message(self) -> str:
         """`/new` for bots: the chat stays, so the sign of a reset is the agent's acknowledgement."""
         command = self.profile.new_session_message
-        reply = await self._exchange(command, None, "new session")
+        reply = await self._exchange(command, _CountCommand(self), "new session")
         said = reply.text.replace(command, " ")
         pattern = self.profile.new_session_ack
         if pattern is not None and not re.search(pattern, said, re.IGNORECASE):
@@ -327,9 +441,7 @@ class PlaywrightDriver(ChatDriver):
 
     async def _messages_shown(self) -> int:
         counted = self._sel.user_message or self._sel.assistant_message
-        return await self._page().evaluate(
-            "([s, ig]) => Array.from(document.querySelectorAll(s)).filter(e => !(ig && e.closest(ig))).length",
-            [counted, self._sel.ignore or ""])
+        return await self._page().evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""])
 
     async def _verify_reset(self, mode: str, old_url: str, before: int, resend: str | None = None) -> str:
         """A new chat shows none of the old messages (and often has a new URL); else it did not reset.
@@ -356,6 +468,7 @@ class PlaywrightDriver(ChatDriver):
                     if await self._still_in_input(resend):  # demonstrably not taken: send it again
                         log.warning("new session: %r not taken after %.0f s, still in the input%s; sending it again",
                                     resend, gap_s, await self._alerts())
+                        self.commands_typed += 1
                         await self._submit()
                         sent += 1
                     gap_s *= 2
@@ -370,7 +483,7 @@ class PlaywrightDriver(ChatDriver):
         await self._wait_ready()
         signs = [f"no messages left ({before} before)"]
         if page.url != old_url:
-            signs.insert(0, f"url changed {old_url} -> {page.url}")
+            signs.insert(0, f"url changed {self.shown(old_url)} -> {self.shown(page.url)}")
         if sent > 1:
             signs.append(f"sent {sent} times: the UI had left it in the input")
         return "; ".join(signs)
@@ -380,13 +493,11 @@ class PlaywrightDriver(ChatDriver):
         if not await box.count():
             return False
         shown = await box.first.evaluate("el => el.value ?? el.innerText ?? ''")
-        return _squash(shown) == _squash(text)
+        return squash(shown) == squash(text)
 
     async def _alerts(self) -> str:
         """What the page says in visible role=alert elements, e.g. why it turned a command down."""
-        texts = await self._page().evaluate(
-            "() => Array.from(document.querySelectorAll('[role=alert]')).filter(e => e.checkVisibility())"
-            ".map(e => (e.innerText || '').trim()).filter(Boolean)")
+        texts = await self._page().evaluate(_ALERTS_JS)
         return f" (the page says: {'; '.join(t[:200] for t in texts)!r})" if texts else ""
 
     # -- helpers -------------------------------------------------------------------------------
@@ -400,10 +511,6 @@ class PlaywrightDriver(ChatDriver):
             raise DriverError("the chat is not open")
         return self.page
 
-    async def _text_of(self, bubble) -> str:
-        """A bubble's text without what the profile strips (a time inside the bubble, buttons)."""
-        return await bubble.evaluate(PLAIN_TEXT_JS, self._sel.strip)
-
     async def _click(self, selector: str | None, what: str) -> None:
         if not selector:
             raise DriverError(f"profile {self.profile.name!r} has no selector for {what}")
@@ -413,7 +520,8 @@ class PlaywrightDriver(ChatDriver):
             raise await self._error(f"cannot click {what} {selector!r}: {str(e).splitlines()[0]}") from None
 
     async def _press_start(self) -> None:
-        """A bot chat opened for the first time shows START where the input goes: press it, take the greeting."""
+        """A bot chat opened for the first time shows START where the input goes: press it (the bot gets
+        '/start', counted as a command), take the greeting."""
         page = self._page()
         try:
             await page.locator(f"{self._sel.input}, {self._sel.start}").filter(visible=True).first.wait_for(
@@ -425,6 +533,7 @@ class PlaywrightDriver(ChatDriver):
             return
         watch = ReplyWatch(page, self.profile)
         await watch.arm()
+        self.commands_typed += 1
         await self._click(self._sel.start, "start")
         await self._wait_sent(watch, "/start")
         greeting = await self._collect(watch, "start")
@@ -459,14 +568,32 @@ class PlaywrightDriver(ChatDriver):
                                   "new_chat, new_chat_confirm, dismiss, ready and start)")
 
     async def _error(self, message: str, kind: type[DriverError] = DriverError) -> DriverError:
-        """A DriverError with a screenshot of the page as it was (when enabled and possible)."""
-        shot = None
+        """A DriverError with a screenshot of the page as it was and its DOM (when enabled and possible)."""
+        shot = dom = None
         if self.screenshot_on_failure and self.page is not None:
             self.artifacts.mkdir(parents=True, exist_ok=True)
-            shot = self.artifacts / f"failure-{time.strftime('%Y%m%d-%H%M%S')}-{next(_shots)}.png"
+            stem = f"failure-{time.strftime('%Y%m%d-%H%M%S')}-{next(_shots)}"
+            shot = self.artifacts / f"{stem}.png"
             try:
                 await self.page.screenshot(path=str(shot), full_page=True)
             except PlaywrightError:
                 shot = None
+            dom = await self._save_dom(self.artifacts / f"{stem}.dom.txt")
+        message = self.shown(message)  # Playwright's own messages name the page's URL
         log.warning("%s", message)
-        return kind(message, screenshot=shot)
+        return kind(message, screenshot=shot, dom=dom)
+
+    async def _save_dom(self, path: Path) -> Path | None:
+        """The chat's DOM, open shadow roots inline, as text (never a page a browser would run), with
+        the run's secrets masked."""
+        try:
+            html = await self.page.evaluate(_PAGE_HTML_JS) if self.page is not None else None
+        except PlaywrightError:
+            return None
+        if html is None:
+            return None
+        for secret in self._secrets:
+            html = html.replace(secret, "***")
+        # a hostile page may hold lone surrogates: replaced, never a write that fails
+        path.write_text(self.shown(html), encoding="utf-8", errors="replace")
+        return path

@@ -1,27 +1,41 @@
-"""`mmb probe`: does a profile fit a live chat page? Every selector with its matches, in minutes.
+"""`mmb probe`: does a profile fit a live chat page? It goes the run's own way, on a short clock.
 
-Opens the page like a run would, then reports for each selector of the profile how many elements
-it matches and how many are visible (for the input: whether it is editable), saves a screenshot,
-and optionally sends one message to show the reply and the signal that ended the wait. Required
-selectors (the input, the send button when there is one, the new-chat button when that is how
-sessions start) must match something visible; the others may match nothing before a reply.
+It opens the page with the run's driver, then reports for each selector of the profile how many
+elements it matches and how many are visible, counted as the run finds them (the messages and
+markers by the page scripts, open shadow roots included; the rest by Playwright's locators) and
+flags a selector the two see differently. Then, unless `--no-send`, it sends one message marked as a
+probe ("[mmb probe] ... not a fact about me") through the run's own send and reply watch, shows the
+reply and the signal that ended the wait, and leaves that chat with New chat, checking that it
+reset, as a run does. A screenshot is saved. Everything ends within the budget (25 s by default):
+the run's time limits are cut to fit it, and a stage that would overrun is stopped, with what each
+selector matched at that moment.
+
+`ok` when everything fits; `invalid` when a selector is not valid (a message or marker selector that
+is not plain CSS, or one Playwright cannot parse): `mmb probe` exits 1 or, for that, 2.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
 from pydantic import BaseModel
 
-from .base import DriverError
-from .generic import PlaywrightDriver
+from .base import DriverError, SelectorError
+from .generic import PlaywrightDriver, SelectorMatch
 from .profile import Profile
 
-Verdict = Literal["ok", "missing", "invalid", "not editable", "info"]
+T = TypeVar("T")
+Verdict = Literal["ok", "missing", "invalid", "not editable", "split", "info"]
+
+PROBE_MARK = "[mmb probe]"
+DEFAULT_TEXT = "Hello! I am checking that this chat works."
+BUDGET_S = 25.0
+WAIT_S = 8.0  # the input may take this long to show up
+_RESERVE_S = 3.0  # kept back from the budget for the last look at the page and the screenshot
 
 # What a selector that matches nothing on a fresh page may still be fine for.
 _LATER = {
@@ -32,9 +46,25 @@ _LATER = {
     "ignore": "welcome and placeholder bubbles",
     "strip": "parts of a bubble",
     "notice": "agent notices",
+    "error": "shows when the agent fails",
     "new_chat_confirm": "shows after clicking new chat",
     "new_chat": "not used for this profile's new sessions",
 }
+
+
+def probe_message(text: str) -> str:
+    """What the probe types: marked, so the agent does not take it for a fact about the user."""
+    return f"{PROBE_MARK} {text} (a test message from the MarathonMemBench probe, not a fact about me: no need to remember it)"
+
+
+def for_probe(profile: Profile, wait_s: float) -> Profile:
+    """The profile with its time limits cut so that a failing probe answers within the budget."""
+    c = profile.completion
+    return profile.model_copy(update={
+        "ready_timeout_s": min(profile.ready_timeout_s, wait_s), "send_timeout_s": min(profile.send_timeout_s, 5),
+        "reset_timeout_s": min(profile.reset_timeout_s, 5),
+        "completion": c.model_copy(update={"first_bubble_timeout_s": min(c.first_bubble_timeout_s, 8),
+                                           "timeout_s": min(c.timeout_s, 12)})})
 
 
 class SelectorCheck(BaseModel):
@@ -43,6 +73,7 @@ class SelectorCheck(BaseModel):
     required: bool
     count: int = 0
     visible: int = 0
+    in_page: int | None = None  # messages and markers: the matches the page scripts see
     editable: bool | None = None
     verdict: Verdict = "info"
     note: str = ""
@@ -56,25 +87,45 @@ class SendCheck(BaseModel):
     error: str | None = None
 
 
+class NewChatCheck(BaseModel):
+    how: str
+    sign: str = ""
+    error: str | None = None
+
+
 class ProbeReport(BaseModel):
     profile: str
     url: str
     title: str = ""
     user_agent: str = ""
+    shadow_roots: int = 0
+    frames: list[str] = []  # iframes' src: a chat inside one is driven at that address
     open_error: str | None = None
     checks: list[SelectorCheck] = []
-    after_send: list[SelectorCheck] = []
-    screenshot: Path | None = None
     send: SendCheck | None = None
+    after_send: list[SelectorCheck] = []
+    new_chat: NewChatCheck | None = None
+    out_of_time: str | None = None  # the stage the budget ran out in
+    screenshot: Path | None = None
     traces: list[Path] = []
 
     @property
+    def invalid(self) -> bool:
+        return any(c.verdict == "invalid" for c in self.checks + self.after_send)
+
+    @property
     def ok(self) -> bool:
-        failed = any(c.required and c.verdict != "ok" for c in self.checks + self.after_send)
-        return not failed and not (self.send and self.send.error)
+        failed = any(c.verdict in ("invalid", "split") or (c.required and c.verdict != "ok")
+                     for c in self.checks + self.after_send)
+        return not (failed or self.open_error or self.out_of_time or (self.send and self.send.error)
+                    or (self.new_chat and self.new_chat.error))
 
     def render(self) -> str:
-        lines = [f"probe {self.profile} @ {self.url}", f"  page: {self.title!r}, {self.user_agent}"]
+        lines = [f"probe {self.profile} @ {self.url}", f"  page: {self.title!r}, {self.user_agent}; "
+                 f"{self.shadow_roots} open shadow root{'s' if self.shadow_roots != 1 else ''}"]
+        if self.frames:
+            lines.append(f"  frames: {', '.join(self.frames[:5])} (the driver does not enter frames: a chat in one is "
+                         "driven at its own address)")
         if self.open_error:
             lines.append(f"  opening: {self.open_error}")
         lines += _table(self.checks)
@@ -88,6 +139,11 @@ class ProbeReport(BaseModel):
             if self.after_send:
                 lines.append("after the reply:")
                 lines += _table(self.after_send)
+        if self.new_chat is not None:
+            n = self.new_chat
+            lines.append(f"new chat ({n.how}): " + (f"FAILED: {n.error}" if n.error else n.sign))
+        if self.out_of_time:
+            lines.append(f"out of time: the probe's budget ran out while {self.out_of_time}")
         if self.screenshot:
             lines.append(f"screenshot: {self.screenshot}")
         lines += [f"trace: {t}" for t in self.traces]
@@ -104,7 +160,8 @@ def _table(checks: list[SelectorCheck]) -> list[str]:
         found = f"{c.count} match{'es' if c.count != 1 else ''}, {c.visible} visible"
         if c.editable is not None:
             found += ", editable" if c.editable else ", NOT editable"
-        mark = {"ok": "ok", "info": "", "missing": "MISSING", "invalid": "INVALID", "not editable": "NOT EDITABLE"}[c.verdict]
+        mark = {"ok": "ok", "info": "", "missing": "MISSING", "invalid": "INVALID", "not editable": "NOT EDITABLE",
+                "split": "SPLIT"}[c.verdict]
         rows.append(f"  {c.key:<{width_key}}  {c.selector:<{width_sel}}  {found:<30} {mark}"
                     + (f"  ({c.note})" if c.note else ""))
     return rows
@@ -121,71 +178,106 @@ def required_keys(profile: Profile, *, after_send: bool) -> set[str]:
     return keys
 
 
-_COUNT_JS = """(els) => [els.length, els.filter(e => e.checkVisibility ? e.checkVisibility({visibilityProperty: true})
-                                                    : !!(e.offsetWidth || e.offsetHeight)).length]"""
+def judge(match: SelectorMatch, required: bool) -> SelectorCheck:
+    """What the probe says about one selector, from what the driver found with it."""
+    check = SelectorCheck(key=match.key, selector=match.selector, required=required, count=match.count,
+                          visible=match.visible, in_page=match.in_page, editable=match.editable)
+    if match.error:
+        check.verdict, check.note = "invalid", match.error[:200]
+    elif match.in_page is not None and match.in_page != match.count:
+        check.verdict = "split"
+        check.note = (f"the page scripts see {match.in_page}, Playwright {match.count}: write it as inside one shadow "
+                      "root, it must not cross a shadow boundary")
+    elif check.required:
+        if not check.visible:
+            check.verdict = "missing"
+            check.note = "matches nothing visible" if check.count else "matches nothing"
+        elif check.editable is False:
+            check.verdict = "not editable"
+        else:
+            check.verdict = "ok"
+            if check.visible > 1 and match.key in ("input", "send"):
+                check.note = f"{check.visible} visible: the first is used"
+    elif not check.count:
+        check.note = _LATER.get(match.key, "")
+    return check
 
 
-async def check_selectors(page: Page, profile: Profile, *, after_send: bool = False) -> list[SelectorCheck]:
-    required = required_keys(profile, after_send=after_send)
-    checks = []
-    for key, selector in profile.selectors.model_dump().items():
-        if not selector:
-            continue
-        check = SelectorCheck(key=key, selector=selector, required=key in required)
-        locator = page.locator(selector)
-        try:
-            check.count, check.visible = await locator.evaluate_all(_COUNT_JS)
-        except PlaywrightError as e:
-            check.verdict, check.note = "invalid", str(e).splitlines()[0][:160]
-            checks.append(check)
-            continue
-        if key == "input" and check.visible:
-            try:
-                check.editable = await locator.filter(visible=True).first.is_editable(timeout=5000)
-            except PlaywrightError:  # not an input, textarea or contenteditable at all
-                check.editable = False
-        if check.required:
-            if not check.visible:
-                check.verdict = "missing"
-                check.note = "matches nothing visible" if check.count else "matches nothing"
-            elif check.editable is False:
-                check.verdict = "not editable"
-            else:
-                check.verdict = "ok"
-                if check.visible > 1 and key in ("input", "send"):
-                    check.note = f"{check.visible} visible: the first is used"
-        elif not check.count:
-            check.note = _LATER.get(key, "")
-        checks.append(check)
-    return checks
+async def check_selectors(driver: PlaywrightDriver, *, after_send: bool = False) -> list[SelectorCheck]:
+    required = required_keys(driver.profile, after_send=after_send)
+    return [judge(m, m.key in required) for m in await driver.selector_matches()]
 
 
-async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = None) -> ProbeReport:
-    """Open the driver's chat, check every selector, screenshot, and try one round trip if asked."""
+async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = DEFAULT_TEXT,
+                budget_s: float = BUDGET_S) -> ProbeReport:
+    """Open the driver's chat, check every selector, send a marked message and leave with New chat
+    (unless `send` is None), screenshot; all within `budget_s`."""
     report = ProbeReport(profile=driver.profile.name, url=driver.base_url)
     out_dir.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + max(budget_s - _RESERVE_S, 1.0)
+
+    async def within(stage: str, step: Awaitable[T]) -> T | None:
+        try:
+            return await asyncio.wait_for(step, max(deadline - time.monotonic(), 0.1))
+        except TimeoutError:
+            report.out_of_time = report.out_of_time or stage
+            return None
+
     try:
-        await driver.open(None)
+        await within("opening the chat", driver.open(None))
+    except SelectorError as e:
+        report.open_error = str(e)  # the table below marks the selector
     except DriverError as e:
         report.open_error = str(e)
     page = driver.page
     if page is None:
         return report
-    report.url, report.title = page.url, await page.title()
+    report.url, report.title = driver.shown(page.url), await page.title()
     report.user_agent = await page.evaluate("navigator.userAgent")
-    report.checks = await check_selectors(page, driver.profile)
+    report.shadow_roots, report.frames = await driver.page_parts()
+    report.checks = await check_selectors(driver)
     report.screenshot = out_dir / f"probe-{driver.profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.png"
     await page.screenshot(path=str(report.screenshot), full_page=True)
+    fits = not report.open_error and not report.out_of_time and not any(
+        c.verdict in ("invalid", "split") or (c.required and c.verdict != "ok") for c in report.checks)
     if send is not None:
-        report.send = SendCheck(text=send)
-        if any(c.required and c.verdict != "ok" for c in report.checks):
-            report.send.error = "not tried: a required selector does not fit"
+        report.send = SendCheck(text=probe_message(send))
+        if not fits:
+            report.send.error = "not tried: a selector above does not fit"
         else:
-            try:
-                reply = await driver.send(send)
-                report.send.bubbles, report.send.signal, report.send.seconds = reply.bubbles, reply.signal, reply.seconds
-            except DriverError as e:
-                report.send.error = str(e)
-            report.after_send = await check_selectors(page, driver.profile, after_send=True)
-            await page.screenshot(path=str(report.screenshot), full_page=True)
+            await _send(driver, report.send, within)
+            report.after_send = await check_selectors(driver, after_send=True)
+    if fits and not report.out_of_time:
+        await _new_chat(driver, report, within, sent=send is not None)
+    await page.screenshot(path=str(report.screenshot), full_page=True)
     return report
+
+
+async def _send(driver: PlaywrightDriver, check: SendCheck, within) -> None:
+    try:
+        reply = await within("waiting for the reply", driver.send(check.text))
+    except DriverError as e:
+        check.error = str(e)
+        return
+    if reply is None:
+        check.error = "no complete reply within the probe's budget"
+        return
+    check.bubbles, check.signal, check.seconds = reply.bubbles, reply.signal, reply.seconds
+
+
+async def _new_chat(driver: PlaywrightDriver, report: ProbeReport, within, *, sent: bool) -> None:
+    """New chat as the run starts one, and the check that the chat reset; the probe's message is left behind."""
+    mode = driver.profile.new_session
+    if mode == "message" and not sent:
+        report.new_chat = NewChatCheck(how=mode, sign=f"not tried: it would type {driver.profile.new_session_message!r}")
+        return
+    report.new_chat = NewChatCheck(how=mode)
+    try:
+        info = await within("starting a new chat", driver.new_session())
+    except DriverError as e:
+        report.new_chat.error = str(e)
+        return
+    if info is None:
+        report.new_chat.error = "the new chat did not finish within the probe's budget"
+    else:
+        report.new_chat.sign = info.reset_sign

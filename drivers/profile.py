@@ -39,19 +39,19 @@ class Selectors(BaseModel):
 class Completion(BaseModel):
     """When a reply counts as complete: busy marker gone, done marker there, text stable; all bounded."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    quiet_ms: int = Field(1500, description="Nothing changed this long, when no busy/done marker has spoken")
+    quiet_ms: int = Field(1500, ge=0, strict=True, description="Nothing changed this long, when no busy/done marker has spoken")
     quiet_ms_with_markers: int = Field(
-        120, description="Nothing changed this long once busy was seen and is gone (no done marker); raise it "
+        120, ge=0, strict=True, description="Nothing changed this long once busy was seen and is gone (no done marker); raise it "
                          "above the pause between bubbles for agents that send several (Telegram bots)")
     quiet_ms_with_done: int = Field(
-        20, description="Nothing changed this long once the done marker is shown on the last bubble and busy is "
+        20, ge=0, strict=True, description="Nothing changed this long once the done marker is shown on the last bubble and busy is "
                         "gone: the UI itself says the reply is over, so this only lets a render queued with the "
                         "marker land (a frame at 60 Hz); any change restarts it")
-    poll_ms: int = Field(40, description="Checks between DOM changes (the page is also checked on every change)")
-    first_bubble_timeout_s: float = Field(120, description="No reply bubble at all after this: error")
-    timeout_s: float = Field(600, description="Hard limit for a whole reply")
+    poll_ms: int = Field(40, gt=0, strict=True, description="Checks between DOM changes (the page is also checked on every change)")
+    first_bubble_timeout_s: float = Field(120, gt=0, strict=True, description="No reply bubble at all after this: error")
+    timeout_s: float = Field(600, gt=0, strict=True, description="Hard limit for a whole reply")
     placeholder_patterns: list[str] = Field(
         [r"^\s*$", r"^(…|\.\.\.|\.\.)$", r"^(Thinking|Typing|Loading)\b.{0,3}$"],
         description="Bubble texts (JS regexes, case-insensitive) that are placeholders, not replies",
@@ -66,7 +66,7 @@ class Completion(BaseModel):
 
 
 class Profile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     url: str | None = Field(None, description="Default chat page")
@@ -82,9 +82,13 @@ class Profile(BaseModel):
         False, description="With new_session 'message': the UI itself opens a fresh chat on it (OpenClaw's /new), "
                            "so the reset is verified like a button's, not by the agent's acknowledgement")
     new_session_url: str | None = None
-    reset_timeout_s: float = Field(15, description="After 'new chat', the old messages must be gone this soon")
-    send_timeout_s: float = Field(15, description="Our bubble must show up this soon after sending")
-    ready_timeout_s: float = Field(60, description="The input must show up this soon after opening the page")
+    keeps_history: bool = Field(
+        True, description="Reopening the chat's address shows its messages (False: a reload empties it, as in "
+                          "Gradio, Streamlit or a bare deep-chat). With True, an empty chat after reopening proves "
+                          "that a first message never arrived, so it may be typed again")
+    reset_timeout_s: float = Field(15, gt=0, strict=True, description="After 'new chat', the old messages must be gone this soon")
+    send_timeout_s: float = Field(15, gt=0, strict=True, description="Our bubble must show up this soon after sending")
+    ready_timeout_s: float = Field(60, gt=0, strict=True, description="The input must show up this soon after opening the page")
 
     def with_overrides(self, selectors: dict[str, Any], options: dict[str, Any]) -> Profile:
         """This profile with config.jsonc overrides applied; raises ValueError on unknown keys."""

@@ -5,22 +5,31 @@ rate-limit message asks us to wait. Kept apart from resilient.py so the config l
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from .settings import Strict
 
 _WAIT = re.compile(r"\b(?:in|after|wait|for)\s+(?:about\s+|another\s+)?(\d+(?:[.,]\d+)?)\s*"
                    r"(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b", re.IGNORECASE)
 
 
-class Recovery(BaseModel):
+class Recovery(Strict):
     """config.jsonc `agent.recovery`: how hard to try before a run stops on a sick chat."""
-
-    model_config = ConfigDict(extra="forbid")
 
     attempts: int = Field(4, ge=1, description="Tries per message, chat opening or new chat")
     backoff_s: float = Field(2.0, ge=0, description="Wait before the 2nd try; doubles with each further one")
     max_backoff_s: float = Field(120.0, ge=0, description="Longest wait between tries")
     rate_limit_wait_s: float = Field(30.0, ge=0, description="Wait after a rate-limit message that names no time")
+    no_reply: Literal["stop", "wait"] = Field(
+        "stop", description="A message the chat shows but no reply comes to: 'stop' the run (resumable; the message "
+                            "is never typed again), or 'wait' on, reopening the chat, for up to no_reply_wait_s")
+    no_reply_wait_s: float = Field(1800.0, ge=0, description="With no_reply 'wait': how long to wait for the reply in all")
+    resend_unconfirmed: bool = Field(
+        False, description="Type a message again when the chat cannot show whether the agent got it (a chat that "
+                           "forgets its history on reload, no user_message selector); each time is counted in the "
+                           "report. Off: the run stops instead")
 
 
 def wait_named_in(text: str) -> float | None:

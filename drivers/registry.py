@@ -19,6 +19,7 @@ PROFILE_MODULES = {
     "telegram_a": "drivers.telegram_a",
     "librechat": "drivers.librechat",
     "hermes": "drivers.hermes",
+    "deep_chat": "drivers.deep_chat",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (the dry run's oracle agent, persona/engine/oracle.py)

@@ -4,7 +4,9 @@ Before a message is sent, `arm` marks what is already in the chat and starts a M
 that notices a busy marker even if it flashes between two checks. Then `wait_sent` and `wait` each
 make one call into the page that returns when its stage is over: the page checks on every DOM
 change, when a quiet window runs out and every `poll_ms`, so the end of a reply is seen within
-milliseconds, with no round trip per poll.
+milliseconds, with no round trip per poll. Everything is found across open shadow roots (the
+helper of deep_dom.py), and a check looks only at what follows our message, so it costs the same
+in a chat of 2,000 bubbles as in one of 10.
 
 * the reply is every agent bubble after our own (last) bubble; without a user selector, every
   bubble that was not there before sending (by node, or by text once the list was re-rendered);
@@ -31,6 +33,8 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
+from .base import ChatBefore
+from .deep_dom import in_page
 from .profile import Profile
 
 # A bubble's text without what the profile strips (a time inside the bubble, buttons): how our own
@@ -38,64 +42,76 @@ from .profile import Profile
 PLAIN_TEXT_JS = """(el, strip) => { const c = el.cloneNode(true); if (strip) c.querySelectorAll(strip).forEach((s) => s.remove());
   return c.textContent || ""; }"""
 
-WATCH_JS = r"""
+WATCH_JS = in_page(r"""
 ({op, cfg, limits}) => {
   const W = (window.__mmbWatch = window.__mmbWatch || {});
-  const SEEN = "data-mmb-seen";
   // A burst of DOM changes (a streamed token touches several nodes) is judged once; on a page whose
-  // check is slow (a long transcript) checks are spaced at 10x their cost, so watching stays cheap.
+  // check is slow checks are spaced at 10x their cost, so watching stays cheap.
   const MIN_GAP_MS = 8, COST_FACTOR = 10;
-  const all = (s) => (s ? Array.from(document.querySelectorAll(s)) : []);
+  // Open shadow roots included; the chat-wide lists are kept between checks until the DOM changes them
+  // (deep_dom.py), and never changed here.
+  const all = (s, scope) => (scope ? Q.all(s, scope) : Q.live(s));
+  const after = Q.after;
   const visible = (el) => (el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                                : !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length));
-  const after = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const ignored = (el) => !!(cfg.ignore && Q.closest(el, cfg.ignore));
+  // The elements of a list in document order that come after `anchor`: a suffix, found from the end,
+  // so a check costs what the new messages cost, not what the whole chat does.
+  const tail = (list, anchor) => { let i = list.length; while (i > 0 && after(anchor, list[i - 1])) i--; return list.slice(i); };
   const busyNow = () => all(cfg.busy).some(visible);
-  const textOf = (el) => {
-    let t = el.innerText || el.textContent || "";
-    if (cfg.strip) for (const s of el.querySelectorAll(cfg.strip)) {
-      const x = (s.innerText || s.textContent || "").trim();
+  const withoutStripped = (el, t, read) => {
+    if (cfg.strip) for (const s of all(cfg.strip, el)) {
+      const x = read(s).trim();
       const at = x ? t.lastIndexOf(x) : -1;  // timestamps and buttons come last
       if (at >= 0) t = t.slice(0, at) + t.slice(at + x.length);
     }
-    return t.trim();
+    return t;
   };
+  // The text as shown (innerText: line breaks, no hidden parts) lays the page out, which in a long
+  // chat costs a millisecond or more: it is read once a reply looks complete, and for errors and
+  // notices. Until then changes are followed by `quickText`, which needs no layout (and is what a
+  // re-rendered list is compared by: the same for a node that left the page).
+  const textOf = (el) => withoutStripped(el, el.innerText || el.textContent || "", (s) => s.innerText || s.textContent || "").trim();
+  const quickText = (el) => withoutStripped(el, el.textContent || "", (s) => s.textContent || "").replace(/\s+/g, " ").trim();
   const plainText = (el) => (@PLAIN_TEXT@)(el, cfg.strip);  // our own bubble, as the chat shows it
   const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
   const candidates = () => all(cfg.assistant);
+  const seen = (w, el) => w.seen.has(el);
 
   // Our message is in the chat: more user bubbles than before, or (a virtualized list such as
   // Telegram K's or OpenClaw's drops old bubbles, so the count may not grow) a last user bubble
   // without our mark while marked ones remain (else the list was re-rendered).
   function ours(w) {
     const users = all(cfg.user);
-    const fresh = w.marking && !!users.length && !users[users.length - 1].hasAttribute(SEEN) &&
-                  users.some((u) => u.hasAttribute(SEEN));
-    return users.length > w.usersBefore || fresh ? users[users.length - 1] : null;
+    const last = users[users.length - 1];
+    const fresh = w.marking && !!last && !seen(w, last) && users.some((u) => seen(w, u));
+    return users.length > w.usersBefore || fresh ? last : null;
   }
 
-  // Which bubbles belong to this reply, and whether a placeholder still trails it.
-  function assess(w) {
+  // Which bubbles belong to this reply, and whether a placeholder still trails it; `exact` reads
+  // their text as shown (see textOf).
+  function assess(w, exact) {
     let bubbles = candidates();
     let anchor = null;
     if (cfg.user) {
       anchor = ours(w);
       if (!anchor) return null;  // our message is not shown yet
-      bubbles = bubbles.filter((el) => after(anchor, el));
-    } else if (w.marked && !bubbles.some((el) => el.hasAttribute(SEEN))) {
+      bubbles = tail(bubbles, anchor);
+    } else if (w.marked && !bubbles.some((el) => seen(w, el))) {
       // Re-rendered list: our marks are gone; what is new is what follows the texts shown before.
-      const texts = bubbles.map((el) => (cfg.ignore && el.closest(cfg.ignore) ? null : textOf(el)));
+      const keys = bubbles.map((el) => (ignored(el) ? null : quickText(el)));
       let kept = 0, i = 0;
-      for (; i < texts.length && kept < w.before.length; i++) {
-        if (texts[i] === null) continue;
-        if (texts[i] !== w.before[kept]) break;
+      for (; i < keys.length && kept < w.before.length; i++) {
+        if (keys[i] === null) continue;
+        if (keys[i] !== w.before[kept]) break;
         kept++;
       }
       bubbles = bubbles.slice(i);
     } else {
-      bubbles = bubbles.filter((el) => !el.hasAttribute(SEEN));
+      bubbles = bubbles.filter((el) => !seen(w, el));
     }
-    const shown = bubbles.map((el) => ({el, text: textOf(el), ignored: !!(cfg.ignore && el.closest(cfg.ignore))}));
+    const shown = bubbles.map((el) => ({el, text: exact ? textOf(el) : quickText(el), ignored: ignored(el)}));
     const real = shown.filter((b) => !b.ignored && !isPlaceholder(b.text));
     const lastReal = real[real.length - 1];
     // A placeholder after the last real bubble: the agent is still at work on (a part of) the reply.
@@ -113,19 +129,26 @@ WATCH_JS = r"""
 
   function arm(mark) {
     for (const other of Object.values(W)) end(other, null);
+    Q.refresh();
     const before = candidates();
-    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error]) for (const el of all(s)) el.setAttribute(SEEN, "1");
+    const users = all(cfg.user);
+    // Marks live in the watch, not on the nodes: writing 2,000 attributes would restyle the whole chat.
+    const marks = new WeakSet();
+    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error]) for (const el of all(s)) marks.add(el);
     const now = performance.now();
     const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false, recheckAt: 0,
-               usersBefore: cfg.usersBefore === null ? all(cfg.user).length : cfg.usersBefore,
-               before: before.filter((el) => !(cfg.ignore && el.closest(cfg.ignore))).map(textOf),
-               marked: mark ? before.length : 0, marking: !!mark, observer: null, stop: null};
+               usersBefore: cfg.usersBefore === null ? users.length : cfg.usersBefore,
+               lastUser: users.length ? plainText(users[users.length - 1]) : null,
+               before: cfg.user ? [] : before.filter((el) => !ignored(el)).map(quickText),
+               marked: mark ? before.length : 0, marking: !!mark, seen: marks, observer: null, stop: null,
+               checks: 0, checkMs: 0};
     // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
-    w.observer = new MutationObserver(() => {
-      if (cfg.busy && !w.busySeen && busyNow()) w.busySeen = performance.now();
+    w.observer = Q.observe(() => {
+      const t = performance.now();
+      if (cfg.busy && !w.busySeen && busyNow()) w.busySeen = t;
       if (!w.placeholderSeen) assess(w);
+      w.checkMs += performance.now() - t;
     });
-    w.observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
     W[cfg.token] = w;
     return w;
   }
@@ -134,7 +157,8 @@ WATCH_JS = r"""
   function shownError(w) {
     if (!cfg.error) return null;
     const anchor = cfg.user ? ours(w) : null;
-    const errors = all(cfg.error).filter((el) => visible(el) && !el.hasAttribute(SEEN) && (!anchor || after(anchor, el)));
+    const shown = anchor ? tail(all(cfg.error), anchor) : all(cfg.error);
+    const errors = shown.filter((el) => visible(el) && !seen(w, el));
     if (!errors.length) return null;
     return {error: textOf(errors[errors.length - 1]) || "(an empty error)", bubbles: [], signal: "error", notices: []};
   }
@@ -143,15 +167,15 @@ WATCH_JS = r"""
   // the quiet window all agree. `w.recheckAt` is when a quiet window still running will be over.
   function judge(w) {
     const now = performance.now();
-    const seen = assess(w);
-    if (seen === null) return {stage: "our message is not shown", started: false, busy: busyNow(), busySeen: !!w.busySeen,
-                               done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
-    const {anchor, shown, real, lastReal, pending} = seen;
+    const seenNow = assess(w);
+    if (seenNow === null) return {stage: "our message is not shown", started: false, busy: busyNow(), busySeen: !!w.busySeen,
+                                  done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
+    const {anchor, shown, real, lastReal, pending} = seenNow;
     const busy = busyNow();
     if (busy && !w.busySeen) w.busySeen = now;
     // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
-    const doneMark = (el) => !!el.closest(cfg.done) || !!el.querySelector(cfg.done) ||
-                             all(cfg.done).some((d) => !d.hasAttribute(SEEN) && after(el, d));
+    const doneMark = (el) => !!Q.closest(el, cfg.done) || all(cfg.done, el).length > 0 ||
+                             tail(all(cfg.done), el).some((d) => !seen(w, d));
     const done = !!cfg.done && !!lastReal && doneMark(lastReal.el);
     const texts = real.map((b) => b.text);
     // Stability counts from the last change of the text or of any marker.
@@ -166,13 +190,18 @@ WATCH_JS = r"""
     // The done marker is the UI saying so; a busy marker gone says less (another bubble may follow).
     const quiet = done ? cfg.quietDone : (cfg.busy && w.busySeen ? cfg.quietMarkers : cfg.quiet);
     if (stableFor < quiet) { w.recheckAt = w.since + quiet; return state; }
+    // Looks complete: now the text as shown, which must agree (a placeholder may differ only there).
+    const exact = assess(w, true);
+    if (!exact.real.length || exact.pending) { w.recheckAt = now + quiet; return state; }
     const signal = [];
     if (cfg.busy) signal.push(w.busySeen ? "busy-gone" : "busy-unseen");
     if (cfg.done) signal.push("done");
     if (w.placeholderSeen) signal.push("placeholder-gone");
     signal.push(`stable(${Math.round(stableFor)}ms)`);
-    const notices = all(cfg.notice).filter((n) => !n.hasAttribute(SEEN) && (!anchor || after(anchor, n))).map(textOf);
-    state.complete = {bubbles: texts, signal: signal.join("+"), notices};
+    const notes = anchor ? tail(all(cfg.notice), anchor) : all(cfg.notice);
+    const notices = notes.filter((n) => !seen(w, n)).map(textOf);
+    state.complete = {bubbles: exact.real.map((b) => b.text), signal: signal.join("+"), notices, checks: w.checks + 1,
+                      checkMs: w.checkMs};
     return state;
   }
 
@@ -184,7 +213,7 @@ WATCH_JS = r"""
       const t0 = performance.now();
       let soon = null, later = null, last = 0, cost = 0, over = false;
       const tick = setInterval(() => run(), cfg.pollMs);
-      const mo = new MutationObserver(() => {
+      const mo = Q.observe(() => {
         const gap = Math.max(MIN_GAP_MS, COST_FACTOR * cost);
         if (soon === null) soon = setTimeout(run, Math.max(0, gap - (performance.now() - last)));
       });
@@ -199,7 +228,10 @@ WATCH_JS = r"""
         soon = null;
         if (over) return;
         last = performance.now();
-        try { step(last - t0); } catch (e) { finish(null, e); } finally { cost = performance.now() - last; }
+        try { step(last - t0); } catch (e) { finish(null, e); } finally {
+          cost = performance.now() - last;
+          w.checks++; w.checkMs += cost;
+        }
       }
       function step(elapsed) {
         if (limits.stage === "sent") {
@@ -221,19 +253,19 @@ WATCH_JS = r"""
         }
       }
       w.stop = finish;
-      mo.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
       run();
     });
   }
 
-  if (op === "arm") return arm(true).usersBefore;
+  if (op === "arm") { const w = arm(true); return {users: w.usersBefore, last: w.lastUser}; }
+  if (op === "ours") { const users = all(cfg.user); return {users: users.length, last: users.length ? plainText(users[users.length - 1]) : null}; }
   // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { end(w, null); return true; }
   if (op === "diagnose") { const s = judge(w); delete s.complete; return s; }
   return wait(w);  // op === "wait"
 }
-""".replace("@PLAIN_TEXT@", PLAIN_TEXT_JS)
+""".replace("@PLAIN_TEXT@", PLAIN_TEXT_JS))
 
 _tokens = itertools.count(1)
 
@@ -244,6 +276,8 @@ class Watched:
     signal: str
     notices: list[str] = field(default_factory=list)
     error: str | None = None  # the text of an error the chat showed instead of a reply
+    checks: int = 0  # times the page judged the reply, and the time those checks took (the watch's own cost)
+    check_ms: float = 0.0
 
 
 @dataclass
@@ -253,25 +287,37 @@ class WaitFailure:
     stage: str
     waited_s: float
     state: dict[str, Any]
+    selectors: dict[str, Any] = field(default_factory=dict)  # the watch's cfg: which selector saw what
 
     def describe(self) -> str:
-        s = self.state
-        text = f"{self.stage}"
-        if s.get("stage") != "our message is not shown":
-            text += (f"; busy marker {'visible' if s['busy'] else ('gone' if s['busySeen'] else 'never seen')}"
-                     f", done marker {'shown' if s['done'] else 'missing'}, {s['bubbles']} bubble(s)"
-                     + (", a placeholder still shown" if s.get("pending") else "")
-                     + (f", last text {s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else ""))
-        return text
+        """The stage, then what each selector of the reply saw, e.g. "no reply bubble after 120 s
+        (limit 120 s): nothing matched assistant_message '.bot' after our message; busy '#stop' never seen"."""
+        s, sel = self.state, self.selectors
+        if s.get("stage") == "our message is not shown":
+            return f"{self.stage}: user_message {sel.get('user')!r} shows no new message of ours"
+        found = (f"{s['bubbles']} bubble(s) matched assistant_message {sel.get('assistant')!r}, the last "
+                 f"{s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else
+                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched assistant_message "
+                 f"{sel.get('assistant')!r} after our message")
+        parts = [found]
+        if sel.get("busy"):
+            parts.append(f"busy {sel['busy']!r} {'visible' if s['busy'] else ('gone' if s['busySeen'] else 'never seen')}")
+        if sel.get("done"):
+            parts.append(f"done {sel['done']!r} {'shown' if s['done'] else 'not shown'}")
+        if s.get("pending"):
+            parts.append("a placeholder still shown")
+        return f"{self.stage}: " + "; ".join(parts)
 
 
 class ReplyWatch:
     """One reply being waited for: arm before sending, then wait_sent, then wait."""
 
-    def __init__(self, page: Page, profile: Profile, users_before: int | None = None):
+    def __init__(self, page: Page, profile: Profile, users_before: int | None = None, *,
+                 first_bubble_s: float | None = None):
         sel, c = profile.selectors, profile.completion
         self.page = page
         self.completion = c
+        self.first_bubble_s = c.first_bubble_timeout_s if first_bubble_s is None else first_bubble_s
         self.send_timeout_s = profile.send_timeout_s
         self.cfg = {
             "token": next(_tokens), "assistant": sel.assistant_message, "user": sel.user_message,
@@ -284,11 +330,18 @@ class ReplyWatch:
     async def _call(self, op: str, limits: dict[str, Any] | None = None) -> Any:
         return await self.page.evaluate(WATCH_JS, {"op": op, "cfg": self.cfg, "limits": limits})
 
-    async def arm(self) -> None:
-        """Before sending: mark what the chat shows now (and count the user bubbles, in the same call),
-        start watching for a busy marker."""
+    async def arm(self) -> ChatBefore:
+        """Before sending: mark what the chat shows now, start watching for a busy marker; returns
+        our bubbles as they were (counted in the same call), the proof a later look compares with."""
         self.cfg["usersBefore"] = None  # counted in the page
-        self.cfg["usersBefore"] = await self._call("arm")
+        shown = await self._call("arm")
+        self.cfg["usersBefore"] = shown["users"]
+        return ChatBefore(users=shown["users"], last_user=shown["last"])
+
+    async def ours(self) -> ChatBefore:
+        """Our bubbles in the chat now, counted and read as `arm` does (needs the user selector)."""
+        shown = await self._call("ours")
+        return ChatBefore(users=shown["users"], last_user=shown["last"])
 
     async def wait_sent(self) -> str | None:
         """Our message's text as the chat shows it once it is there; None if it did not show up in time.
@@ -300,17 +353,18 @@ class ReplyWatch:
         """The complete reply, or why there was none within the profile's time limits."""
         c = self.completion
         started = time.monotonic()
-        result = await self._wait_in_page("reply", first_s=c.first_bubble_timeout_s, total_s=c.timeout_s)
+        result = await self._wait_in_page("reply", first_s=self.first_bubble_s, total_s=c.timeout_s)
         if result is None or "timeout" in result:
             waited = time.monotonic() - started
             state = await self._call("diagnose")
             await self._call("disarm")
             first = result is not None and result["timeout"] == "first"
-            limit = c.first_bubble_timeout_s if first else c.timeout_s
+            limit = self.first_bubble_s if first else c.timeout_s
             stage = state["stage"] if result is not None else "the watch was replaced by another"
-            return WaitFailure(stage=f"{stage} after {waited:.0f} s (limit {limit:g} s)", waited_s=waited, state=state)
+            return WaitFailure(stage=f"{stage} after {waited:.0f} s (limit {limit:g} s)", waited_s=waited, state=state,
+                               selectors=self.cfg)
         return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
-                       error=result.get("error"))
+                       error=result.get("error"), checks=result.get("checks", 0), check_ms=result.get("checkMs", 0.0))
 
     async def _wait_in_page(self, stage: str, *, first_s: float, total_s: float) -> dict[str, Any] | None:
         """One call that the page answers when the stage is over ({"timeout": ...} when its time ran

@@ -1,12 +1,20 @@
 """A ChatDriver wrapper that rides out a misbehaving chat: crashed or closed pages, reloads, error
-bubbles, rate limits, replies that never come.
+bubbles, rate limits, replies that never come; and that never types a message twice unless the chat
+shows that it did not take it.
 
 Recovery is the same move a person makes: wait (backoff, or as long as the rate-limit message
 says), reopen the chat at its address (a fresh page, or a fresh browser context when the old one
-is gone), and look whether the message got through. If the chat shows it with its reply, that reply
-is the answer and nothing is sent again; if it does not show it, it is sent again. After
-`attempts` tries the run stops with a DriverError that says what went wrong; the persona loop has
-journaled the message as pending, so the next `mmb run` picks up from there.
+is gone), and look whether the message got through. A message once sent (the send button pressed)
+is typed again only when the chat shows that it did not take it:
+* the reopened chat shows our earlier messages as before and not this one (it never arrived:
+  counted as not taken);
+* the chat answered it with an error or a rate-limit message (it said it failed);
+* with `recovery.resend_unconfirmed`, also when the chat cannot show either way.
+If the reopened chat shows it with its reply, that reply is the answer. If it shows it and no reply
+comes, the run stops (or, with `recovery.no_reply: "wait"`, waits on) with an error naming the
+selector that saw nothing, a screenshot and the page's DOM; the persona loop has journaled the
+message as pending, so the next `mmb run` looks for its reply again. Every typing and every proof
+goes through the SendJournal, so the run's report counts exactly what the chat was given.
 """
 
 from __future__ import annotations
@@ -14,13 +22,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from playwright.async_api import Error as PlaywrightError
 
-from .base import ChatDriver, DriverError, OnSent, RateLimited, Reply, SelectorError, SessionInfo
+from .base import (
+    AgentErrorReply,
+    ChatBefore,
+    ChatDriver,
+    DriverError,
+    NotResent,
+    Presence,
+    RateLimited,
+    Reply,
+    ReplyTimeout,
+    SelectorError,
+    SendJournal,
+    SessionInfo,
+)
 from .recovery import Recovery, wait_named_in
 
 log = logging.getLogger(__name__)
@@ -30,6 +53,35 @@ Rebuild = Callable[[], Awaitable[ChatDriver]]
 Sleep = Callable[[float], Awaitable[object]]
 # What a sick chat throws: our own diagnoses, Playwright's (closed or crashed target), sockets.
 RECOVERABLE = (DriverError, PlaywrightError, ConnectionError, asyncio.TimeoutError)
+FINAL = (SelectorError, NotResent)  # the profile is wrong, or typing again could send it twice: no retry
+LOOK_S = 5.0  # after an error or a reply that never came, a reopened chat shows the reply's first bubble this soon
+
+
+class _Submits(SendJournal):
+    """Passes each step on to the run's journal and remembers whether this attempt pressed send."""
+
+    def __init__(self, journal: SendJournal):
+        self.journal = journal
+        self.submitted = False
+
+    async def resending(self, why: str) -> None:
+        await self.journal.resending(why)
+
+    async def submitting(self) -> None:
+        self.submitted = True
+        await self.journal.submitting()
+
+    async def shown(self) -> None:
+        await self.journal.shown()
+
+    async def not_taken(self, why: str) -> None:
+        await self.journal.not_taken(why)
+
+
+@dataclass
+class _Resend:
+    why: str  # what the chat showed that makes typing it again safe
+
 
 class ResilientDriver(ChatDriver):
     def __init__(self, inner: ChatDriver, recovery: Recovery = Recovery(), *, rebuild: Rebuild | None = None,
@@ -42,6 +94,7 @@ class ResilientDriver(ChatDriver):
         self._on_event = on_event
         self._url: str | None = None  # the chat to reopen
         self._session_index = 0
+        self._commands_before = 0  # commands typed by inner drivers replaced since
         self.recoveries = 0
 
     # -- the interface -------------------------------------------------------------------------
@@ -52,37 +105,60 @@ class ResilientDriver(ChatDriver):
         self._url = info.url
         return info
 
-    async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
-        users_before = await self.user_message_count()
+    async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
+        return await self.deliver(text, journal)
+
+    async def deliver(self, text: str, journal: SendJournal | None = None, *, before: ChatBefore | None = None,
+                      submitted: bool = False) -> Reply:
+        submits = _Submits(journal or SendJournal())
+        if before is None and not submitted:
+            before = await self.chat_before()
         last: Exception | None = None
+        said_failed = timed_out = False  # what the last typing got: an error shown for it, no reply in time
         for attempt in range(1, self.recovery.attempts + 1):
             if attempt > 1:
                 await self._wait(attempt, last)
-                recovered = await self._reopen_and_recover(text, users_before)
-                if recovered is not None:
-                    self._event(f"the message was in the chat after all; took its reply (attempt {attempt})")
-                    return recovered
             try:
-                if attempt > 1:
-                    users_before = await self.inner.user_message_count()
-                reply = await self.inner.send(text, on_sent)
+                if submitted:
+                    found = await self._look(text, before, submits, reopen=attempt > 1, said_failed=said_failed,
+                                             short=said_failed or timed_out)
+                    if isinstance(found, Reply):
+                        return found
+                    self._event(f"typing the message again (attempt {attempt}): {found.why}")
+                    await submits.resending(found.why)
+                elif attempt > 1:
+                    await self._reopen()
+                if attempt > 1 or submitted:
+                    before = await self.inner.chat_before()
+            except FINAL:
+                raise
             except RECOVERABLE as e:
                 last = e
+                self._event(f"reopening the chat failed (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")
+                continue
+            submits.submitted = False
+            try:
+                reply = await self.inner.send(text, submits)
+            except FINAL:
+                raise
+            except RECOVERABLE as e:
+                last = e
+                if submits.submitted:  # from here on the chat may have it: looked for before any typing
+                    submitted, said_failed, timed_out = True, isinstance(e, AgentErrorReply), isinstance(e, ReplyTimeout)
                 self._event(f"sending failed (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")
                 continue
             self._url = self.inner.session_url
             return reply
         raise self._give_up("send a message and get its reply", last)
 
-    async def user_message_count(self) -> int | None:
-        return await self._retrying("count the chat's messages", self.inner.user_message_count)
+    async def chat_before(self) -> ChatBefore | None:
+        return await self._retrying("count the chat's messages", self.inner.chat_before)
 
-    async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
-        try:
-            return await self.inner.recover(text, user_messages_before)
-        except RECOVERABLE as e:  # the chat is not well: reopen it and look once more, else it is sent again
-            self._event(f"could not check whether the message was sent: {_first_line(e)}")
-            return await self._reopen_and_recover(text, user_messages_before)
+    async def find_sent(self, text: str, before: ChatBefore | None) -> Presence:
+        return await self._retrying("look for the message in the chat", lambda: self.inner.find_sent(text, before))
+
+    async def reply_to_last(self, *, first_bubble_s: float | None = None) -> Reply:
+        return await self.inner.reply_to_last(first_bubble_s=first_bubble_s)
 
     async def new_session(self) -> SessionInfo:
         info = await self._retrying("start a new chat", self.inner.new_session)
@@ -91,11 +167,54 @@ class ResilientDriver(ChatDriver):
         return info
 
     @property
+    def commands_typed(self) -> int:  # type: ignore[override]
+        return self._commands_before + self.inner.commands_typed
+
+    @property
     def session_url(self) -> str | None:
         return self.inner.session_url or self._url
 
     async def close(self, failed: bool = False) -> list[Path]:
         return await self.inner.close(failed=failed)
+
+    # -- a message that may be in the chat -----------------------------------------------------
+
+    async def _look(self, text: str, before: ChatBefore | None, journal: SendJournal, *, reopen: bool,
+                    said_failed: bool, short: bool) -> Reply | _Resend:
+        """The reply to a message already sent, if the chat shows the message; or why typing it again is
+        safe; else NotResent. With `short`, the reply's first bubble gets only LOOK_S."""
+        if reopen:
+            await self._reopen()
+        deadline = time.monotonic() + self.recovery.no_reply_wait_s
+        while True:
+            found = await self.inner.find_sent(text, before)
+            if found.state == "absent":
+                await journal.not_taken(found.why)
+                return _Resend(found.why)
+            if found.state == "unknown":
+                if said_failed:
+                    return _Resend(f"the chat showed an error for it, and {found.why}")
+                if self.recovery.resend_unconfirmed:
+                    return _Resend(f"{found.why}; agent.recovery.resend_unconfirmed is on")
+                raise NotResent(f"cannot tell whether the agent got the message: {found.why}. It is not typed again "
+                                "(agent.recovery.resend_unconfirmed would type it anyway; a chat that renders its "
+                                "history late needs selectors.ready)")
+            try:
+                reply = await self.inner.reply_to_last(first_bubble_s=LOOK_S if short else None)
+            except AgentErrorReply as e:
+                return _Resend(f"the chat showed an error for it: {e.text[:160]!r}")
+            except ReplyTimeout as e:
+                if said_failed:
+                    return _Resend("the chat showed an error for it, and shows no reply to it after reopening")
+                if self.recovery.no_reply == "wait" and time.monotonic() < deadline:
+                    self._event(f"no reply yet, waiting on (agent.recovery.no_reply is 'wait'): {_first_line(e)}")
+                    await self._reopen()
+                    short = False
+                    continue
+                raise NotResent(f"{e}. The chat shows the message, so it is not typed again: run the same command to "
+                                "look for its reply again (agent.recovery.no_reply 'wait' keeps waiting)") from None
+            self._event("the message was in the chat after all; took its reply")
+            return reply
 
     # -- recovery ------------------------------------------------------------------------------
 
@@ -113,26 +232,14 @@ class ResilientDriver(ChatDriver):
                     continue
             try:
                 return await action()
-            except SelectorError:
-                raise  # the profile is wrong, not the chat
+            except FINAL:
+                raise  # the profile is wrong, not the chat; or trying again could type a message twice
             except RECOVERABLE as e:
                 last = e
                 self._event(f"could not {what} (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")
                 if not reopen and self._rebuild is not None and _is_dead(e):
                     await self._replace_inner()
         raise self._give_up(what, last)
-
-    async def _reopen_and_recover(self, text: str, users_before: int | None) -> Reply | None:
-        try:
-            await self._reopen()
-        except RECOVERABLE as e:
-            self._event(f"reopening the chat failed: {_first_line(e)}")
-            return None
-        try:
-            return await self.inner.recover(text, users_before)
-        except RECOVERABLE as e:
-            self._event(f"the message is in the chat but its reply is not usable: {_first_line(e)}")
-            return None
 
     async def _reopen(self) -> None:
         """The chat at its last known address: same page if it lives, a new page, else a new context."""
@@ -149,6 +256,7 @@ class ResilientDriver(ChatDriver):
 
     async def _replace_inner(self) -> None:
         assert self._rebuild is not None
+        self._commands_before += self.inner.commands_typed
         try:
             await self.inner.close(failed=True)
         except Exception as e:  # it is dead already; closing is only tidying up

@@ -4,13 +4,22 @@ recorded. They live beside the drivers that use them, so drivers/ needs nothing 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Strict as StrictType
+
+from .files import PathText
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A section of config.jsonc: unknown keys, `true` for a number and NaN or Infinity (json5 allows them)
+    are mistakes, not values to coerce."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+Pixels = Annotated[int, StrictType(), Field(gt=0)]
 
 
 class ConnectConfig(Strict):
@@ -31,10 +40,11 @@ class ConnectConfig(Strict):
 class BrowserConfig(Strict):
     headless: bool = True
     slow_mo_ms: int = Field(0, ge=0)
-    executable_path: str | None = Field(None, description="Chromium binary; default: chromium on PATH, else Playwright's")
+    executable_path: PathText | None = Field(None, description="Chromium binary; default: chromium on PATH, else Playwright's")
     trace: Literal["off", "on", "retain-on-failure"] = "retain-on-failure"
     video: bool = False
     screenshot_on_failure: bool = True
-    viewport: tuple[int, int] = (1100, 800)
+    viewport: Annotated[tuple[Pixels, Pixels], Field(strict=False)] = Field(  # a JSON array is a tuple here
+        (1100, 800), description="Width and height of the page in pixels")
     connect: ConnectConfig | None = Field(None, description="Use a running browser instead of launching Chromium")
-    auth_dir: str = Field(".auth", description="Where `mmb login` keeps logins (a secret: git-ignored, mode 0700)")
+    auth_dir: PathText = Field(".auth", description="Where `mmb login` keeps logins (a secret: git-ignored, mode 0700)")

@@ -28,19 +28,25 @@ class SessionTracer:
         self.files: list[Path] = []
         self._chunk: Path | None = None
         self._in_group = False
+        self._started = False
 
     @property
     def active(self) -> bool:
         return self.mode != "off"
 
     async def start(self, session_index: int) -> None:
+        """Tracing on, and this session's chunk begun; again after a failed first open, it keeps what
+        is running (Playwright refuses a second start, which hid the error that made us retry)."""
         if not self.active:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        await self.context.tracing.start(screenshots=True, snapshots=True, sources=False,
-                                         title=f"session {session_index}")
-        await self.context.tracing.start_chunk(title=f"session {session_index}")
-        self._chunk = self._free_name(session_index)
+        if not self._started:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            await self.context.tracing.start(screenshots=True, snapshots=True, sources=False,
+                                             title=f"session {session_index}")
+            self._started = True
+        if self._chunk is None:
+            await self.context.tracing.start_chunk(title=f"session {session_index}")
+            self._chunk = self._free_name(session_index)
 
     async def next_session(self, session_index: int) -> None:
         """Close this session's trace and begin the next one's."""
@@ -63,10 +69,11 @@ class SessionTracer:
 
     async def finish(self, failed: bool) -> list[Path]:
         """Stop tracing; in retain-on-failure mode a run that went well keeps no traces."""
-        if not self.active:
+        if not self._started:
             return []
         await self._stop_chunk()
         await self.context.tracing.stop()
+        self._started = False
         if self.mode == "retain-on-failure" and not failed:
             for f in self.files:
                 f.unlink(missing_ok=True)

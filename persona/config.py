@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import tiktoken
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from drivers.files import PathText
 from drivers.recovery import Recovery
-from drivers.settings import BrowserConfig
+from drivers.settings import BrowserConfig, Strict
 from persona.errors import InputError, Problem
 from persona.jsonc import line_of, load_jsonc, pydantic_problems
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+RUN_ID_MAX = 64  # results/<id>/ must be a folder name any file system takes
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class PersonaConfig(Strict):
@@ -26,13 +27,26 @@ class PersonaConfig(Strict):
     kind: Literal["scripted", "openai"] = "scripted"
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1")
     model: str = "gpt-4o-mini"
-    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key (never the key)")
-    temperature: float = 0.7
-    timeout_s: float = 120.0
-    max_retries: int = 6
-    max_steps: int = Field(20000, description="Persona model calls per run before it is stopped as runaway")
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=ENV_NAME_PATTERN,
+                             description="Environment variable holding the key (never the key)")
+    temperature: float = Field(0.7, ge=0, le=2)
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one request may take (the openai client's timeout)")
+    max_retries: int = Field(6, ge=0, description="Retries of a request on 408/409/429/5xx, timeouts and junk bodies, "
+                             "by the openai client with its own backoff (Retry-After honoured up to 120 s)")
+    max_steps: int = Field(20000, ge=1, description="Persona model calls per run before it is stopped as runaway")
     max_failed_turns: int = Field(8, ge=1, description="Turns in a row that do nothing (empty, or only failing "
                                   "tool calls) before the run stops")
+    stall_calls: int = Field(40, ge=1, description="Persona calls without progress (a fact told or changed, a check "
+                             "graded, a phase entered) before the run stops as `stalled`; raise it and rerun to go on")
+    budget_tokens: int | None = Field(25_000_000, ge=1, description="Persona tokens (in + out) per run before it "
+                                      "stops as `budget`; raise it and rerun to go on; null: no limit")
+    budget_usd: float | None = Field(30.0, gt=0, description="Persona cost per run, at the model's price (the "
+                                     "shipped table or `prices`), before it stops as `budget`; null: no limit")
+    tool_schema: Literal["auto", "strict", "plain"] = Field(
+        "auto", description="strict: OpenAI strict function schemas; plain: no `strict` and no "
+        "`additionalProperties` (Gemini's endpoint); auto: plain for Google's endpoint, strict elsewhere")
+    preflight: bool = Field(True, description="Before a run, check in a few cheap calls that the model answers, "
+                            "calls tools and reports usage (`mmb check` runs the same checks)")
 
     @property
     def label(self) -> str:
@@ -51,18 +65,22 @@ class JudgeConfig(Strict):
         "auto: rules for the scripted persona, else openai")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: the persona's)")
     model: str | None = Field(None, description="Model name (default: the persona's)")
-    api_key_env: str | None = Field(None, description="Environment variable holding the key (default: the persona's)")
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature of the judge's calls")
+    api_key_env: str | None = Field(None, pattern=ENV_NAME_PATTERN,
+                                    description="Environment variable holding the key (default: the persona's)")
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of the judge's calls")
     timeout_s: float = Field(120.0, gt=0, description="Seconds one judge request may take")
     max_retries: int = Field(6, ge=0, description="Retries of a judge request on 408/409/429/5xx and timeouts")
     max_attempts: int = Field(3, ge=1, description="Answers that are not a valid verdict before the run stops")
+    tool_schema: Literal["auto", "strict", "plain"] | None = Field(
+        None, description="As persona.tool_schema, for the `grade` tool (default: the persona's)")
 
     def resolved(self, persona: PersonaConfig) -> JudgeConfig:
         """Every default filled in from the persona this judge goes with."""
         kind = self.kind if self.kind != "auto" else "rules" if persona.kind == "scripted" else "openai"
         return self.model_copy(update={
             "kind": kind, "base_url": self.base_url if self.base_url is not None else persona.base_url,
-            "model": self.model or persona.model, "api_key_env": self.api_key_env or persona.api_key_env})
+            "model": self.model or persona.model, "api_key_env": self.api_key_env or persona.api_key_env,
+            "tool_schema": self.tool_schema or persona.tool_schema})
 
     @property
     def label(self) -> str:
@@ -76,12 +94,49 @@ JudgeSetting = JudgeConfig | Literal["persona"]
 class CompactionConfig(Strict):
     max_tokens: int = Field(30000, gt=0)
     trim_to_tokens: int = Field(10000, gt=0)
-    encoding: str = "o200k_base"
+    encoding: str = Field("o200k_base", description="The tiktoken encoding that counts the persona's tokens")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, name: str) -> str:
+        if name not in tiktoken.list_encoding_names():
+            raise ValueError(f"unknown tiktoken encoding {name[:80]!r} (known: {', '.join(tiktoken.list_encoding_names())})")
+        return name
 
     @model_validator(mode="after")
     def _trim_below_max(self) -> CompactionConfig:
         if self.trim_to_tokens >= self.max_tokens:
             raise ValueError("trim_to_tokens must be smaller than max_tokens")
+        return self
+
+
+RUN_DIR = "{run_dir}"  # in agent.memory paths and commands: this run's results/<id>/
+
+
+class MemoryConfig(Strict):
+    """Where the agent keeps its long-term memory, for the memory autopsy. Read only, never written:
+    a folder of files, a command that prints the memory, or an SQLite file and a query."""
+
+    folder: str | None = Field(None, description="A folder of memory files (relative to this config file; "
+                               "'~' and '{run_dir}', this run's results folder, are expanded)")
+    glob: list[str] = Field(["**/*.md"], min_length=1, description="Files of `folder` to read, as glob patterns")
+    command: list[str] | str | None = Field(None, description="A command whose output is the memory as text: an "
+                                            "argument list, or one line split like a shell would (no shell runs it)")
+    sqlite: str | None = Field(None, description="An SQLite file (copied, then queried: the agent's file is never opened for writing)")
+    query: str | None = Field(None, description="The SELECT for `sqlite`; each row becomes a line of the memory")
+    every: Literal["session", "turn"] = Field("session", description="session: a snapshot when the chat opens, at "
+                                              "each new session and at the end; turn: also before every message "
+                                              "(kept when the memory changed), for checks asked mid-session")
+    timeout_s: float = Field(30.0, gt=0, description="Seconds a command or query may take")
+    max_bytes: int = Field(5_000_000, gt=0, description="Memory read per snapshot; files past it are skipped, and counted")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MemoryConfig:
+        given = [k for k in ("folder", "command", "sqlite") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of folder, command or sqlite" + (f" (got {', '.join(given)})" if given else ""))
+        if (self.query is None) != (self.sqlite is None):
+            raise ValueError("sqlite and query go together")
         return self
 
 
@@ -94,6 +149,8 @@ class AgentConfig(Strict):
     options: dict[str, Any] = Field({}, description="Override other profile settings (timeouts, new-session mode)")
     recovery: Recovery = Field(Recovery(), description="Retries when the chat fails: reload, reopen, resend")
     auth: str | None = Field(None, description="A login saved by `mmb login` (its --name), kept in browser.auth_dir")
+    memory: MemoryConfig | None = Field(None, description="Where the agent keeps its memory, read for the memory "
+                                        "autopsy; left out, the run stays black-box")
 
 
 class ModelPrice(Strict):
@@ -107,8 +164,8 @@ class ModelPrice(Strict):
 
 
 class RunConfig(Strict):
-    id: str = Field(..., pattern=RUN_ID_PATTERN)
-    benchmark: str
+    id: str = Field(..., pattern=RUN_ID_PATTERN, max_length=RUN_ID_MAX, description="Names the folder results/<id>/")
+    benchmark: PathText = Field(..., min_length=1, description="The benchmark folder, relative to this file")
     agent: AgentConfig = AgentConfig()
     persona: PersonaConfig | None = Field(None, description="Overrides the engine's persona for this run")
     judge: JudgeSetting | None = Field(None, description="Overrides the engine's judge for this run")
@@ -132,7 +189,7 @@ class Config(Strict):
                                 '"rules" for the scripted one) or "persona", the persona itself as it chats')
     compaction: CompactionConfig = CompactionConfig()
     browser: BrowserConfig = BrowserConfig()
-    results_dir: str = "results"
+    results_dir: PathText = Field("results", min_length=1, description="Where each run's folder and report.md go")
     parallel: int = Field(2, ge=1, description="Runs played at the same time, one browser context each")
     prices: dict[str, ModelPrice] = Field({}, description="Model name -> price; overrides and extends the table "
                                           "shipped with the tool (persona/report/prices.json)")
@@ -192,6 +249,19 @@ def load_config(path: Path) -> Config:
         config = Config.model_validate({**data, "base_dir": path.resolve().parent, "source": path, "locations": lines})
     except ValidationError as e:
         raise InputError(pydantic_problems(e, path, lines)) from None
-    if problems := config.id_clashes():
+    problems = config.id_clashes()
+    if trouble := _unwritable(config.results_path()):
+        problems.append(config.problem(("results_dir",), f"results_dir: {trouble}"))
+    if problems:
         raise InputError(problems)
     return config
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why results_dir cannot be (made) a folder we write in: the nearest existing path decides."""
+    existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+    if not os.path.isdir(existing):
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None

@@ -29,6 +29,11 @@ POINTS = (
     "save.written",          # mid-save: the new state is in its temp file, not yet renamed over state.json
     "save.renamed",          # the new state.json is in place; the directory not yet fsynced
 )
+# At a run's end, after the playing that the kill soak covers (tests/test_report_completion.py).
+END_POINTS = (
+    "run.ended",             # the run's end (finished, failed...) is saved; none of its reports written
+    "report.appended",       # its report.md entry is written; report.html and the leaderboard not yet
+)
 
 _remaining: dict[str, int] | None = None
 
@@ -39,8 +44,8 @@ def _armed() -> dict[str, int]:
         _remaining = {}
         for spec in filter(None, (s.strip() for s in os.environ.get(ENV, "").split(","))):
             name, _, count = spec.partition("#")
-            if name not in POINTS:
-                raise ValueError(f"{ENV}: unknown crash point {name!r} (known: {', '.join(POINTS)})")
+            if name not in POINTS + END_POINTS:
+                raise ValueError(f"{ENV}: unknown crash point {name!r} (known: {', '.join(POINTS + END_POINTS)})")
             _remaining[name] = int(count or 1)
     return _remaining
 

@@ -36,3 +36,17 @@ class RunError(Exception):
 
     The state stays resumable: rerunning continues from the last saved step.
     """
+
+    status = "failed"  # what the run's state says when this stops it
+
+
+class StalledError(RunError):
+    """The persona made no progress (no fact told, check graded or phase entered) for too many calls."""
+
+    status = "stalled"
+
+
+class BudgetError(RunError):
+    """The run spent its persona budget (tokens or money)."""
+
+    status = "budget"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,14 @@ from persona.errors import InputError, Problem
 from persona.textfile import read_user_text
 
 JsonPath = tuple[str | int, ...]
+Token = tuple[str, str, int]  # (kind, text, line)
+MAX_DEPTH = 20  # json5 recurses ~20 frames a level; real configs nest 6 deep
 
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<comment>//[^\n]*|/\*.*?\*/)
-  | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')  # unrolled: fast on long strings
   | (?P<punct>[{}\[\]:,])
   | (?P<atom>[^\s{}\[\]:,"'/]+)
     """,
@@ -25,24 +28,37 @@ _TOKEN = re.compile(
 )
 
 
-def _tokens(text: str) -> list[tuple[str, str, int]]:
-    out, line, pos = [], 1, 0
+def _tokens(text: str) -> tuple[list[Token], bool]:
+    """The tokens but whitespace and comments, and whether every character belonged to one."""
+    out, line, pos, whole = [], 1, 0, True
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:  # a stray character; json5 reports it properly, we just skip it
-            pos += 1
+            pos, whole = pos + 1, False
             continue
         kind = m.lastgroup or ""
         if kind not in ("ws", "comment"):
             out.append((kind, m.group(), line))
         line += m.group().count("\n")
         pos = m.end()
-    return out
+    return out, whole
 
 
-def value_lines(text: str) -> dict[JsonPath, int]:
+def _too_deep(toks: list[Token]) -> int | None:
+    """The line where objects and arrays first nest deeper than MAX_DEPTH, if they do."""
+    depth = 0
+    for _, tok, line in toks:
+        if tok in ("{", "["):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif tok in ("}", "]"):
+            depth -= 1
+    return None
+
+
+def value_lines(toks: list[Token]) -> dict[JsonPath, int]:
     """Map each JSON path, e.g. ("runs", 0, "agent"), to the line where its value starts."""
-    toks = _tokens(text)
     lines: dict[JsonPath, int] = {}
     i = 0
 
@@ -90,13 +106,47 @@ def line_of(lines: dict[JsonPath, int], path: JsonPath) -> int | None:
 def load_jsonc(path: Path) -> tuple[Any, dict[JsonPath, int]]:
     """Parse a JSONC/JSON5 file; syntax errors become an InputError naming file:line."""
     text = read_user_text(path, path)
+    toks, whole = _tokens(text)
+    if (deep := _too_deep(toks)) is not None:
+        raise InputError.single(path, deep, f"nested more than {MAX_DEPTH} levels deep")
     try:
-        data = json5.loads(text, allow_duplicate_keys=False)
+        data = _parse(text, toks if whole else None)
     except ValueError as e:
         m = re.search(r":(\d+) (.*)", str(e))
         line, message = (int(m.group(1)), m.group(2)) if m else (None, str(e))
-        raise InputError.single(path, line, f"syntax error: {message}") from None
-    return data, value_lines(text)
+        raise InputError.single(path, line, f"syntax error: {message[:300]}") from None
+    except RecursionError:  # _too_deep guards this; a deeper stack than usual may still meet the limit
+        raise InputError.single(path, None, "nested too deeply to read") from None
+    return data, value_lines(toks)
+
+
+def _parse(text: str, toks: list[Token] | None) -> Any:
+    """JSON with comments and trailing commas through the standard library (json5 is pure Python:
+    30 s for 5 MB), anything else through json5, which also names the line of each mistake."""
+    if toks is not None:
+        try:
+            return json.loads(_plain_json(toks), object_pairs_hook=_no_repeats)
+        except ValueError:
+            pass
+    return json5.loads(text, allow_duplicate_keys=False)
+
+
+def _plain_json(toks: list[Token]) -> str:
+    """The tokens without comments (already gone) and without a trailing comma (`[1, 2,]`, `{"a": 1,}`)."""
+    kept: list[str] = []
+    for i, (_, tok, _) in enumerate(toks):
+        after = toks[i + 1][1] if i + 1 < len(toks) else ""
+        if tok == "," and after in ("}", "]") and kept and kept[-1] not in ("{", "[", ","):
+            continue
+        kept.append(tok)
+    return " ".join(kept)
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise ValueError("a key repeats")  # json5 names it, with its line
+    return data
 
 
 def pydantic_problems(error: Any, file: Path, lines: dict[JsonPath, int], prefix: JsonPath = ()):
@@ -104,9 +154,14 @@ def pydantic_problems(error: Any, file: Path, lines: dict[JsonPath, int], prefix
     out = []
     for err in error.errors():
         loc = prefix + tuple(err["loc"])
-        dotted = ".".join(str(p) for p in loc) or "(top level)"
+        dotted = ".".join(_short(str(p)) for p in loc) or "(top level)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         out.append(Problem(str(file), line_of(lines, loc), f"{dotted}: {msg}"))
     return out
+
+
+def _short(name: str, limit: int = 60) -> str:
+    """A key as an error shows it: a 5 MB key must not make a 5 MB message."""
+    return name if len(name) <= limit else name[:limit] + "…"

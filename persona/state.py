@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from drivers.files import atomic_write
 from persona.benchmark.facts import FactFile
@@ -25,7 +25,7 @@ STATE_FILE = "state.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
 SCHEMA_VERSION = 1
 
-Status = Literal["new", "running", "finished", "failed", "interrupted"]
+Status = Literal["new", "running", "finished", "failed", "interrupted", "stalled", "budget"]
 ORACLE_DRIVER = "oracle"  # the dry run's agent that knows every answer: its runs measure the benchmark, not an agent
 
 
@@ -36,7 +36,10 @@ def now() -> datetime:
 class ToolCall(BaseModel):
     id: str
     name: str
-    arguments: str  # the JSON text as the model wrote it; parsed when the tool runs
+    arguments: str  # a JSON object, as sent back to the server; parsed when the tool runs
+    extra: dict[str, Any] = {}  # provider fields replayed with the call (Gemini's thought signature)
+    problem: str | None = None  # why the call cannot run as the model wrote it (the tool result says so)
+    raw: str | None = None  # what the model wrote, kept aside when the history holds a repaired call
 
 
 class PersonaMessage(BaseModel):
@@ -47,14 +50,16 @@ class PersonaMessage(BaseModel):
     tool_calls: list[ToolCall] = []
     tool_call_id: str | None = None
     phase: int = 0
-    starts_phase: bool = False  # compaction may cut only right before such a message
+    starts_phase: bool = False  # compaction cuts at a phase boundary right before such a message
     tokens: int = 0
+    step: int | None = None  # an assistant turn: the persona call that wrote it
+    raw_content: str | None = None  # an assistant turn: the model's text before reasoning was taken out (never sent)
 
     def to_api(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             msg["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}, **c.extra}
                 for c in self.tool_calls
             ]
         if self.tool_call_id:
@@ -63,12 +68,30 @@ class PersonaMessage(BaseModel):
 
 
 class PendingSend(BaseModel):
-    """A message on its way to the agent; lets a restart tell 'typed and sent' from 'never sent'."""
+    """A message on its way to the agent; lets a restart tell 'sent' from 'never sent'."""
 
     text: str
     turn: int
     user_messages_before: int | None  # user bubbles in the chat before sending, when the UI shows them
-    status: Literal["typing", "sent"] = "typing"
+    last_user_before: str | None = None  # the last of them, as shown: with the count, proof of a message that never arrived
+    # typing: not sent yet (a restart types it); submitted: send pressed, the agent may have it; sent: the chat shows it
+    status: Literal["typing", "submitted", "sent"] = "typing"
+    typed: int = 0  # times typed and sent into the chat, resends included
+    not_taken: int = 0  # of those, shown by the chat never to have arrived
+
+
+class SendCount(BaseModel):
+    """What was typed into the agent's chat, all told: the report's counts are what the chat was given."""
+
+    typed: int = 0  # persona messages typed and sent, resends included
+    not_taken: int = 0  # of those, shown by the chat never to have arrived
+    resent: list[str] = []  # why a message was typed again, one line per time ("turn 5: ...")
+    commands: int = 0  # commands typed for new sessions ('/new', a bot's START)
+
+    @property
+    def delivered(self) -> int:
+        """Persona messages the chat took in."""
+        return self.typed - self.not_taken
 
 
 class ItemMark(BaseModel):
@@ -148,17 +171,32 @@ class AgentNotice(BaseModel):
 
 
 class PersonaCompaction(BaseModel):
-    at_message: int
-    tokens_before: int
+    at_message: int  # the persona call it came before
+    tokens_before: int  # the whole request: system prompt, tools and messages
     tokens_after: int
     dropped_messages: int
     phase: int
+    in_phase: bool = False  # the current phase alone was over max_tokens: cut inside it, its brief kept
+
+
+class Claim(BaseModel):
+    """When the persona did something the chat must have moved on from: loaded a fact file, marked facts
+    told, graded an answer."""
+
+    turn: int  # messages the agent had answered then
+    step: int  # the persona call it was part of: its other tool calls count as the same moment
+    since: int | None = None  # a grade's: the turn its window of exchanges began after (shared by its call's grades)
 
 
 class Usage(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prefix cache (where it says)
+    cache_reported: int = 0  # calls whose response said how many tokens were cached
+    counted: int = 0  # calls whose response had no usage: their tokens are our own tiktoken count
+    retries: int = 0  # requests the openai client sent again (429, 5xx, timeouts, junk bodies)
+    retry_causes: dict[str, int] = {}
     by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
 
     def add(self, phase: int, prompt: int, completion: int, calls: int = 1) -> None:
@@ -167,6 +205,33 @@ class Usage(BaseModel):
         self.completion_tokens += completion
         p, c = self.by_phase.get(phase, [0, 0])
         self.by_phase[phase] = [p + prompt, c + completion]
+
+    def record(self, phase: int, prompt: int, completion: int, *, cached: int | None = None, counted: bool = False,
+               retries: list[str] | None = None) -> None:
+        """One model call: its tokens (`counted`: ours, the response reported none), the part of the prompt
+        the provider's cache served (None: it did not say), and why the client sent it again, if it did."""
+        self.add(phase, prompt, completion)
+        self.counted += counted
+        if cached is not None:
+            self.cached_tokens += cached
+            self.cache_reported += 1
+        for cause in retries or []:
+            self.retries += 1
+            self.retry_causes[cause] = self.retry_causes.get(cause, 0) + 1
+
+    def merge(self, other: Usage, phase: int) -> None:
+        """Another account's calls (a judge's, for one check) added to this one, all in `phase`."""
+        self.add(phase, other.prompt_tokens, other.completion_tokens, other.calls)
+        self.cached_tokens += other.cached_tokens
+        self.cache_reported += other.cache_reported
+        self.counted += other.counted
+        self.retries += other.retries
+        for cause, n in other.retry_causes.items():
+            self.retry_causes[cause] = self.retry_causes.get(cause, 0) + n
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 class Provenance(BaseModel):
@@ -197,6 +262,7 @@ class Provenance(BaseModel):
 # How state.judge_notes (and a grading set's notes) start: what a judge's answers needed.
 ASKED_AGAIN = "asked again: "  # no valid verdict: the judge was asked again, and why
 TEXT_VERDICT = "verdict taken from the text, not a grade call"
+QUIRK = "response cleaned: "  # something a response had that is never sent back (reasoning fields, ...)
 
 
 class RunState(BaseModel):
@@ -210,6 +276,8 @@ class RunState(BaseModel):
     repeat: int | None = None  # which repeat, from 1
     status: Status = "new"
     error: str | None = None
+    ends: int = 0  # times this run ended (finished, failed, interrupted), each with a report.md entry
+    reported_ends: int = 0  # ends whose outputs (report.md entry, report.html, leaderboard) are all written
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
     active_seconds: float = 0.0  # summed over restarts
@@ -220,16 +288,24 @@ class RunState(BaseModel):
     finished: bool = False
     vars: dict[str, Any] = {}
     facts: dict[str, FactFile] = {}  # live copies, the profile included
-    loaded_files: list[str] = []  # fact files the persona has read (listed again after compaction)
+    loaded_files: dict[str, Claim] = {}  # fact file -> when a tool last showed it (the compaction note lists them)
     messages: list[PersonaMessage] = []
     steps: int = 0  # persona model calls
     turn: int = 0  # messages the agent has answered
     transcript_len: int = 0  # lines of transcript.jsonl that this state knows of
     pending: PendingSend | None = None
+    sends: SendCount = SendCount()
     failed_turns: int = 0  # persona turns in a row that did nothing (empty, or every tool call an error)
+    calls_since_progress: int = 0  # persona calls since a fact was told, a check graded or a phase entered
+    held_reply: str | None = None  # the agent's reply to text sent beside tool calls, shown after their results
+    phase_started_turn: int = 0  # agent turn when the current phase began
+    last_fact_claim: Claim | None = None
+    last_grade: Claim | None = None
+    quirks: dict[str, int] = {}  # what was repaired or taken out of the model's turns, counted for the report
     sessions: list[AgentSession] = []
     evaluations: list[Evaluation] = []
     agent_notices: list[AgentNotice] = []
+    repaired_chars: int = 0  # characters of the agent's replies that could not be stored, as U+FFFD (drivers.base.storable)
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
@@ -239,6 +315,13 @@ class RunState(BaseModel):
     provenance: list[Provenance] = []  # the start's record, then one per resume that differed
     grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
 
+    @field_validator("loaded_files", mode="before")
+    @classmethod
+    def _names_to_claims(cls, value: Any) -> Any:
+        if isinstance(value, list):  # a state saved before loads were timed: loaded before anything was said
+            return {name: {"turn": 0, "step": -1} for name in value}
+        return value
+
     @property
     def oracle(self) -> bool:
         return self.driver == ORACLE_DRIVER
@@ -246,6 +329,15 @@ class RunState(BaseModel):
     @property
     def session(self) -> int:
         return len(self.sessions) - 1
+
+    def note_quirk(self, what: str, n: int = 1) -> None:
+        self.quirks[what] = self.quirks.get(what, 0) + n
+
+    def progress_mark(self) -> tuple[int, int, int, int, bool]:
+        """Changes when the run moves on: a fact told or changed, a check graded, a phase entered."""
+        facts = [f for ff in self.facts.values() for f in ff.all_facts()]
+        return (sum(f.told_turn is not None for f in facts), sum(f.changed_turn or 0 for f in facts) + len(facts),
+                len(self.evaluations), self.phase, self.finished)
 
     def evaluation(self, check_id: str) -> Evaluation | None:
         return next((e for e in self.evaluations if e.check_id == check_id), None)
@@ -261,6 +353,7 @@ class Exchange(BaseModel):
     reply: list[str]
     signal: str = ""
     reply_seconds: float = 0.0
+    typed: int = 1  # times the message was typed into the chat (more: resent, see RunState.sends.resent)
     at: datetime = Field(default_factory=now)
 
 

@@ -15,6 +15,9 @@ from drivers.browser import find_system_chromium
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_BENCH = REPO / "benchmarks" / "demo"
+# Test runs record no trace unless a test is about traces (tests/test_debugging.py): recording one
+# to throw away (retain-on-failure) costs about 40 % of a demo run's CPU, and the suite is CPU-bound.
+NO_TRACE = {"trace": "off"}
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +58,7 @@ def write_config(tmp_path: Path) -> Callable[..., Path]:
     """A config.jsonc in tmp with results in tmp/results; `runs` and engine sections as given."""
 
     def write(runs: list[dict], **engine: object) -> Path:
-        config = {"results_dir": str(tmp_path / "results"), "runs": runs, **engine}
+        config = {"results_dir": str(tmp_path / "results"), "browser": NO_TRACE, "runs": runs, **engine}
         path = tmp_path / "config.jsonc"
         path.write_text("// test config\n" + json.dumps(config, indent=1), encoding="utf-8")
         return path

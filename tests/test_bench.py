@@ -71,3 +71,40 @@ def test_the_instrumented_page_times_each_reply_for_our_driver_and_the_floor(chr
     assert all(s.complete for s in samples)
     assert all(150 <= s.agent_ms < s.wall_ms for s in samples)  # the page streamed over ~200 ms, inside the turn
     assert all(s.delay_ms is not None and -50 < s.delay_ms < s.wall_ms for s in samples)
+
+
+def test_the_persona_cost_bench_reads_real_requests():
+    from bench.persona_calls import measure as persona_cost
+    from bench.persona_calls import section
+    from tests.conftest import DEMO_BENCH
+
+    cost = persona_cost(DEMO_BENCH)
+    assert cost.status == "finished" and cost.rejections == 0 and cost.messages > 20
+    assert cost.messages <= cost.calls <= 1.2 * cost.messages, "a message and its calls in one turn"
+    assert 0 < cost.legacy_tokens < cost.prompt_tokens and 0.5 < cost.cached_share < 1
+    assert cost.longest_stall < 10
+    lines = section([cost], summary := [])
+    assert "| demo | finished |" in "\n".join(lines) and summary == [], "targets are stated for marathon-en only"
+
+
+@pytest.mark.parametrize("contained", [False, True])
+def test_the_long_chat_page_opens_with_its_history_and_both_contenders_read_the_new_reply(chromium, contained):
+    async def play():
+        with ChatPage(reply_s=0.1, chunks=2) as page:
+            url = page.url + "?history=300" + ("&contained=1" if contained else "")
+            async with async_playwright() as pw:
+                browser = await launch_chromium(pw)
+                try:
+                    ours = await OurDriver("ours", PROFILE).start(browser, url)
+                    floor = await Floor(tight=True).start(browser, url)
+                    shown = await floor.page.locator(".msg").count()
+                    samples = [await ours.turn(message(1)), await floor.turn(message(2))]
+                    await ours.close()
+                    await floor.close()
+                finally:
+                    await browser.close()
+        return shown, samples
+
+    shown, samples = asyncio.run(play())
+    assert shown == 300 and all(s.complete for s in samples)
+    assert samples[0].watch_ms is not None and samples[0].watch_ms > 0

@@ -9,6 +9,7 @@ import select
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -40,6 +41,14 @@ def test_no_arguments_show_the_help():
     assert done.exit_code == 2 and "Usage: mmb" in done.output and "run" in done.output
 
 
+def _turn(state: Path) -> int:
+    """Messages the agent has answered, from a state file another process writes (-1 while unreadable)."""
+    try:
+        return json.loads(state.read_text())["turn"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
 def test_the_ctrl_c_notice_is_on_a_line_of_its_own(tmp_path):
     """A real terminal: Ctrl-C typed into the run's pty echoes `^C` and interrupts it; output piped to a file."""
     config = tmp_path / "config.jsonc"
@@ -55,7 +64,7 @@ def test_the_ctrl_c_notice_is_on_a_line_of_its_own(tmp_path):
     try:
         state = tmp_path / "results" / "m" / "state.json"
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (state.exists() and '"turn": 0,' not in state.read_text()):
+        while time.monotonic() < deadline and _turn(state) < 1:
             time.sleep(0.05)
         os.write(master, b"\x03")  # what the Ctrl-C key sends
         assert proc.wait(timeout=120) == 130

@@ -9,7 +9,7 @@ from persona.state import PersonaMessage
 
 
 def plain_sum(loop) -> int:
-    return loop.system_tokens + sum(m.tokens for m in loop.state.messages)
+    return loop.fixed_tokens + sum(m.tokens for m in loop.state.messages)
 
 
 def test_context_tokens_match_the_plain_sum_through_growth_and_compaction(tmp_path):
@@ -36,7 +36,7 @@ def test_a_list_cut_elsewhere_is_counted_afresh(tmp_path):
 
 def test_a_compaction_that_keeps_the_length_is_counted_afresh(tmp_path):
     loop = make_loop(tmp_path, compaction=True)
-    loop.compaction = loop.compaction.model_copy(update={"max_tokens": 300, "trim_to_tokens": 100})
+    loop.compaction = loop.compaction.model_copy(update={"max_tokens": loop.fixed_tokens + 300, "trim_to_tokens": 250})
     loop._append(PersonaMessage(role="user", content="an old phase " * 100, starts_phase=True))
     loop._append(PersonaMessage(role="user", content="the phase now", starts_phase=True))
     assert loop._context_tokens() == plain_sum(loop)

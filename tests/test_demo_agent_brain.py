@@ -248,3 +248,33 @@ def test_replies_are_deterministic() -> None:
 def test_empty_message_is_rejected() -> None:
     with pytest.raises(ValueError):
         Brain().reply("x", "   ")
+
+
+def test_a_statement_whose_words_a_note_has_already_is_not_noted() -> None:
+    brain = Brain()
+    conv = brain.new_conversation()
+    brain.reply(conv, "My 10 km personal best is 54:10.")
+    brain.reply(conv, "My 10 km personal best is now 52:30.")  # same words, a new number: taken as known
+    brain.reply(conv, "Correction: my 10 km personal best is 53:00.")  # a new word: noted
+    assert brain.notes() == ["My 10 km personal best is 54:10.", "Correction: my 10 km personal best is 53:00."]
+    other = brain.new_conversation()
+    assert "52:30" not in " ".join(brain.reply(other, "What is my 10 km personal best?").bubbles)
+
+
+def test_notes_are_a_folder_of_markdown_files_one_per_chat(tmp_path: Path) -> None:
+    brain = Brain(tmp_path)
+    first = brain.new_conversation()
+    brain.reply(first, "My dog Rex is 7.")
+    brain.reply(first, "I love green tea in the morning.")  # context only: in no file
+    second = brain.new_conversation()
+    brain.reply(second, "My sister Anya is 24.")
+    brain.reply(second, "My dog Rex is 7.")  # said again: it moves to the newer chat's file
+    files = sorted(p.name for p in (tmp_path / "memory").iterdir())
+    assert files == ["chat-2.md"]
+    assert (tmp_path / "memory" / "chat-2.md").read_text() == \
+        "# Notes from chat 2\n\n- My sister Anya is 24.\n- My dog Rex is 7.\n"
+    assert "notes" not in json.loads((tmp_path / "memory.json").read_text())  # one home for the notes
+    restored = Brain(tmp_path)
+    assert restored.notes() == brain.notes()
+    assert restored.reply(restored.new_conversation(), "How old is my dog Rex?").bubbles == \
+        brain.reply(brain.new_conversation(), "How old is my dog Rex?").bubbles

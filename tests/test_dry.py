@@ -16,7 +16,7 @@ from persona.engine.dry import dry_run, summary, targets_from_paths
 from persona.report.cost import money
 from tests.conftest import DEMO_BENCH
 
-SMALL = CompactionConfig(max_tokens=3000, trim_to_tokens=1500)
+SMALL = CompactionConfig(max_tokens=4000, trim_to_tokens=1500)
 
 
 def dry(folder: Path, results: Path, compaction: CompactionConfig = SMALL):
@@ -126,12 +126,12 @@ def test_the_config_runs_dry_with_its_compaction(tmp_path, write_config):
     create_skeleton("sk", tmp_path)
     # An agent no dry run needs (no url, an unknown persona key): the dry run does not care.
     run = {"id": "real-1", "benchmark": str(tmp_path / "sk"), "agent": {"driver": "generic"}}
-    config = write_config([run, {**run, "id": "real-2"}], compaction={"max_tokens": 2500, "trim_to_tokens": 1000},
+    config = write_config([run, {**run, "id": "real-2"}], compaction={"max_tokens": 3500, "trim_to_tokens": 1000},
                           persona={"kind": "openai", "api_key_env": "MMB_NO_SUCH_KEY"})
     done = cli("run", "--dry", "-c", str(config), cwd=tmp_path)
     assert done.exit_code == 0, done.output
     assert done.output.count("dry run: ") == 1, "one dry run per benchmark, not per run"
-    assert "at max_tokens 2,500 -> 1,000" in done.output
+    assert "at max_tokens 3,500 -> 1,000" in done.output
     assert (tmp_path / "results" / "dry-sk" / "state.json").exists()
     unknown = cli("run", "--dry", "-c", str(config), "--run", "nope", cwd=tmp_path)
     assert unknown.exit_code == 2 and "no run with id 'nope'" in unknown.output

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, demo_run, mmb
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.conftest import NO_TRACE, REPO, demo_run, mmb
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
+DEMO_MEMORY = {"folder": "{run_dir}/agent-data/memory", "glob": ["*.md"], "every": "turn"}  # as config.jsonc has it
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
 pytestmark = [pytest.mark.usefixtures("chromium"), pytest.mark.timeout(900)]
 
@@ -39,8 +40,8 @@ def reference(tmp_path_factory) -> dict:
     """One uninterrupted scripted run of the demo benchmark."""
     tmp = tmp_path_factory.mktemp("reference")
     config = tmp / "config.jsonc"
-    config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run()],
-                                  "compaction": {"max_tokens": 3000, "trim_to_tokens": 1500}}))
+    config.write_text(json.dumps({"results_dir": str(tmp / "results"), "runs": [demo_run(memory=DEMO_MEMORY)],
+                                  "browser": NO_TRACE, "compaction": {"max_tokens": 4000, "trim_to_tokens": 1500}}))
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr + done.stdout
     return {"results": tmp / "results", "stdout": done.stdout, "state": load_state(tmp / "results")}
@@ -70,6 +71,26 @@ def test_demo_run_writes_state_and_report(reference):
     assert not (results / "demo" / "traces").exists() or not list((results / "demo" / "traces").iterdir())
 
 
+def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_class(reference):
+    results = reference["results"]
+    memory = results / "demo" / "memory"
+    index = json.loads((memory / "index.json").read_text())
+    reasons = [s["reason"] for s in index["snapshots"]]
+    assert reasons[0] == "start" and reasons[-1] == "end" and "session" in reasons and "turn" in reasons
+    assert not index["problems"]
+    assert (memory / index["snapshots"][-1]["folder"] / "chat-1.md").read_text().startswith("# Notes from chat 1")
+    report = (results / "report.md").read_text()
+    autopsy = report.split("### Memory autopsy")[1]
+    counts = autopsy.split("| **all** |")[1].split("\n")[0]
+    assert [int(n.strip(" *")) for n in counts.split("|") if n.strip()] == [4, 2, 1, 1, 1]  # every class at least once
+    assert "**d2** [updated] 0/10 — **stale**" in autopsy and "**d5** [preference] 0/10 — **never stored**" in autopsy
+    judged = json.loads((memory / "judged.json").read_text())  # the run's judge (offline: rules) asked where the matcher found nothing
+    assert {k: (v["judge"], v["items"]) for k, v in judged.items()} == {"d5": ("rules", [False])}
+    assert "memory autopsy: the judge (rules) read the memory for 1 check(s) the matcher found nowhere" in reference["state"]["log"]
+    html = (results / "demo" / "report.html").read_text()
+    assert 'id="memory-autopsy"' in html and '<details class="diff">' in html
+
+
 def test_a_finished_run_is_not_replayed_and_deleting_it_starts_over(reference, tmp_path):
     config = tmp_path / "config.jsonc"
     config.write_text(json.dumps({"results_dir": str(reference["results"]), "runs": [demo_run()]}))
@@ -97,7 +118,7 @@ def _run_until(config: Path, results: Path, turn: int) -> None:
 
 
 def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp_path):
-    config = write_config([demo_run()], compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
+    config = write_config([demo_run()], compaction={"max_tokens": 4000, "trim_to_tokens": 1500})
     results = tmp_path / "results"
     for turn in (1, 6, 17, 19, 24, 29):  # facts, the new session, the checks, a memory search
         _run_until(config, results, turn)
@@ -125,19 +146,25 @@ def test_parallel_runs_use_their_own_contexts(write_config, tmp_path):
 
 def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write_config, tmp_path):
     secret = "sk-test-do-not-leak-1234567890"
-    with OpenAICompatServer(scripted_responder("en")) as server:
+    with QuirkServer(scripted_responder("en")) as server:
         persona = {"kind": "openai", "base_url": server.base_url, "model": "test-model", "api_key_env": "MMB_TEST_KEY"}
-        config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 3000, "trim_to_tokens": 1500})
+        config = write_config([demo_run()], persona=persona, compaction={"max_tokens": 4000, "trim_to_tokens": 1500})
         done = mmb("run", "-c", str(config), env={"MMB_TEST_KEY": secret})
     assert done.returncode == 0, done.stderr
     state = load_state(tmp_path / "results")
     assert evaluations(state) == evaluations(reference["state"])
-    first = server.requests[0]
+    checks, judge_check, played = server.requests[:3], server.requests[3], server.requests[4:]
+    assert all("check a tool protocol" in r["messages"][0]["content"] for r in checks), "the preflight comes first"
+    assert "persona model test-model: answers: ok" in done.stdout and not server.rejections
+    assert judge_check["tools"][0]["function"]["name"] == "grade" and judge_check["temperature"] == 0
+    assert "judge model test-model: gives a verdict: ok; grades a plain answer right: ok" in done.stdout
+    graded = [r for r in played if r["tools"][0]["function"]["name"] == "grade"]
+    first = played[0]
     assert first["model"] == "test-model" and first["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in first["tools"]][:3] == ["next_phase", "facts_read", "facts_mark_told"]
     assert "# Your scenario" in first["messages"][0]["content"]
-    assert state["usage"]["calls"] + state["judge_usage"]["calls"] == len(server.requests)
-    assert state["judge_usage"]["calls"] == 10 and state["judge"] == "test-model"  # its judge: the same endpoint
+    assert state["usage"]["calls"] == len(played) - len(graded)
+    assert state["judge_usage"]["calls"] == len(graded) == 10 and state["judge"] == "test-model"  # its judge: the same endpoint
     for path in (tmp_path / "results").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

@@ -14,7 +14,7 @@ from playwright.async_api import async_playwright
 
 from demo_agent.faults import Faults
 from demo_agent.web import DemoChatServer
-from drivers.base import ChatDriver, DriverError
+from drivers.base import ChatDriver, DriverError, NotResent, SendJournal
 from drivers.browser import launch_chromium
 from drivers.demo import PROFILE
 from drivers.generic import PlaywrightDriver
@@ -24,6 +24,14 @@ from drivers.resilient import ResilientDriver
 pytestmark = pytest.mark.usefixtures("chromium")
 
 
+class Counting(SendJournal):
+    def __init__(self) -> None:
+        self.typed = 0
+
+    async def submitting(self) -> None:
+        self.typed += 1
+
+
 @dataclass
 class Chat:
     driver: ResilientDriver
@@ -31,6 +39,12 @@ class Chat:
     faults: Faults
     waits: list[float] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    journal: Counting = field(default_factory=lambda: Counting())
+
+    @property
+    def typed(self) -> int:
+        """Times the driver pressed send for a message given `journal`."""
+        return self.journal.typed
 
     @property
     def page(self):
@@ -43,7 +57,7 @@ class Chat:
 
 
 def in_chat(body: Callable[[Chat], Awaitable[None]], tmp_path: Path, *, attempts: int = 4,
-            reply_timeout_s: float = 4) -> None:
+            reply_timeout_s: float = 4, **options: object) -> None:
     """Run `body` against DemoMind in Chromium through a ResilientDriver whose waits are recorded, not slept."""
 
     async def main() -> None:
@@ -52,7 +66,7 @@ def in_chat(body: Callable[[Chat], Awaitable[None]], tmp_path: Path, *, attempts
             async with async_playwright() as pw:
                 browser = await launch_chromium(pw)
                 profile = PROFILE.with_overrides({}, {"completion": {"first_bubble_timeout_s": reply_timeout_s,
-                                                                     "timeout_s": reply_timeout_s * 3}})
+                                                                     "timeout_s": reply_timeout_s * 3}, **options})
 
                 async def build() -> ChatDriver:
                     return PlaywrightDriver(profile, await browser.new_context(), base_url=server.url,
@@ -98,12 +112,37 @@ def test_a_rate_limit_reply_waits_as_long_as_it_asks_then_resends(tmp_path):
     in_chat(body, tmp_path)
 
 
-def test_a_reply_that_never_comes_is_sent_again(tmp_path):
+def test_a_reply_that_never_comes_is_sent_again_once_the_chat_shows_it_never_arrived(tmp_path):
+    async def body(chat: Chat) -> None:
+        await chat.driver.send("My name is Tom")
+        chat.faults.hang_next = 1  # the agent never takes it: reopened, the chat shows only "My name is Tom"
+        reply = await chat.driver.send("My cat is called Pixel")
+        assert reply.text and chat.received() == ["My name is Tom", "My cat is called Pixel"]
+        assert "no complete reply" in chat.events[0]
+        assert "never arrived" in chat.events[1], chat.events
+
+    in_chat(body, tmp_path, reply_timeout_s=2)
+
+
+def test_a_reply_that_never_comes_where_the_chat_cannot_tell_stops_without_typing_it_again(tmp_path):
+    """The first message, in a chat said to forget its messages on reload: reopened and empty, it may
+    have lost it or never got it."""
     async def body(chat: Chat) -> None:
         chat.faults.hang_next = 1
-        reply = await chat.driver.send("My cat is called Pixel")
-        assert reply.text and chat.received() == ["My cat is called Pixel"]
-        assert "no complete reply" in chat.events[0]
+        with pytest.raises(NotResent) as caught:
+            await chat.driver.send("My cat is called Pixel", chat.journal)
+        assert "cannot tell whether the agent got the message" in str(caught.value)
+        assert chat.typed == 1
+
+    in_chat(body, tmp_path, reply_timeout_s=2, keeps_history=False)
+
+
+def test_the_first_message_that_never_arrived_in_a_chat_that_keeps_history_is_sent_again(tmp_path):
+    async def body(chat: Chat) -> None:
+        chat.faults.hang_next = 1
+        reply = await chat.driver.send("My cat is called Pixel", chat.journal)
+        assert reply.text and chat.received() == ["My cat is called Pixel"] and chat.typed == 2
+        assert "still shows none of ours: it never arrived" in chat.events[1], chat.events
 
     in_chat(body, tmp_path, reply_timeout_s=2)
 
@@ -209,12 +248,14 @@ def test_the_wait_a_rate_limit_message_names(text, seconds):
 
 def test_after_a_restart_a_dead_page_is_reopened_before_looking_for_the_message(tmp_path):
     async def body(chat: Chat) -> None:
-        before = await chat.driver.user_message_count()
+        before = await chat.driver.chat_before()
         await chat.driver.send("My sister Ana is 31")
         await chat.page.close()
-        reply = await chat.driver.recover("My sister Ana is 31", before)
-        assert reply is not None and reply.text == "Got it, I'll remember that."
-        assert await chat.driver.recover("Never sent", before + 1) is None
-        assert chat.received() == ["My sister Ana is 31"]
+        reply = await chat.driver.deliver("My sister Ana is 31", chat.journal, before=before, submitted=True)
+        assert reply.text == "Got it, I'll remember that."
+        assert chat.received() == ["My sister Ana is 31"] and chat.typed == 0  # not typed again
+        after = await chat.driver.chat_before()
+        await chat.driver.deliver("Never sent", chat.journal, before=after, submitted=True)  # journaled, never typed
+        assert chat.received() == ["My sister Ana is 31", "Never sent"] and chat.typed == 1
 
     in_chat(body, tmp_path)

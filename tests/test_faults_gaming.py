@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
+from drivers.base import ChatDriver, Reply, SendJournal, SessionInfo
 from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig, PersonaConfig
 from persona.engine.judge import Judge
@@ -24,7 +24,7 @@ from persona.engine.scripted import ScriptedPersona
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 # No digits but 10: the rule grader looks for the expected numbers, and this agent knows none.
 PAYLOADS = [
@@ -53,17 +53,9 @@ class ScriptedAgent(ChatDriver):
     async def open(self, session_url: str | None, session_index: int = 0) -> SessionInfo:
         return SessionInfo(url=f"mem:{self.sessions}")
 
-    async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
+    async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
         self.received.append(text)
-        if on_sent:
-            await on_sent()
         return Reply(bubbles=[next(self._replies)], signal="in-process")
-
-    async def user_message_count(self) -> int | None:
-        return None
-
-    async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
-        return None
 
     async def new_session(self) -> SessionInfo:
         self.sessions += 1
@@ -80,7 +72,8 @@ def play_against(agent: ChatDriver, model: PersonaModel, folder: Path, judge: Ju
     state = RunState(run_id="g", benchmark="demo", driver=agent.name, persona_model=model.label,
                      facts={n: f.model_copy(deep=True) for n, f in bench.fact_files.items()})
     loop = PersonaLoop(bench=bench, state=state, store=RunStore(folder), model=model, driver=agent,
-                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), max_steps=2000, judge=judge)
+                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), persona=PersonaConfig(max_steps=2000),
+                       judge=judge)
     asyncio.run(loop.run())
     return state
 
@@ -111,7 +104,7 @@ def test_the_scripted_persona_is_not_gamed(tmp_path, honest_but_clueless):
 
 
 def test_an_llm_persona_gets_the_agents_words_only_as_fenced_data(tmp_path, honest_but_clueless):
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         cfg = PersonaConfig(kind="openai", base_url=server.base_url, model="m", api_key_env="MMB_TEST_UNSET_KEY")
         state = play_against(ScriptedAgent(PAYLOADS), OpenAIPersona(cfg), tmp_path)
     assert_not_gamed(state, honest_but_clueless)

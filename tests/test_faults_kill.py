@@ -23,12 +23,12 @@ from demo_agent.faults import ENV as DEMO_FAULTS_ENV
 from persona.crashpoints import ENV as CRASH_ENV
 from persona.crashpoints import LOG_ENV as CRASH_LOG_ENV
 from persona.crashpoints import POINTS
-from tests.conftest import REPO, demo_run
+from tests.conftest import NO_TRACE, REPO, demo_run
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
 SEED = 20261202
-ENGINE = {"compaction": {"max_tokens": 3000, "trim_to_tokens": 1500, "encoding": "cl100k_base"}}
+ENGINE = {"compaction": {"max_tokens": 4000, "trim_to_tokens": 1500, "encoding": "cl100k_base"}, "browser": NO_TRACE}
 # Slow streaming (about 0.3 s a reply) so that kills land while the agent is still writing.
 DEMO_ENV = {DEMO_FAULTS_ENV: json.dumps({"token_delay_s": 0.025})}
 PROCESS_TIMEOUT_S = 300

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -13,22 +16,14 @@ import pytest
 
 from demo_agent.faults import ENV as DEMO_FAULTS_ENV
 from drivers.trace_scrub import REDACTED
-from tests.conftest import mmb
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.conftest import REPO, mmb
+from tests.support.quirk_server import QuirkServer, scripted_responder
+from tests.support.tiny import TINY
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
 KEY = "sk-live-do-not-leak-7f3a9c2e5b"
 COOKIE = "sess-do-not-leak-41d8e0b7c6"
-
-TINY = {
-    "benchmark.json": {"title": "Tiny", "chapters": ["chapter1.md"], "fact_files": ["pets.md"]},
-    "instructions.md": "You are Tom.",
-    "profile.md": "# Me\n\n## 1. About\n1.1 I am Tom, 40\n",
-    "pets.md": "# Pets\n\n## 1. Cats\n1.1 My cat Pixel is 3 years old\n",
-    "chapter1.md": "## Start\nTell the facts from pets.\n\n## Exam\n```js\nawait bench.newSession();\n```\n"
-                   "❓ q1 How old is my cat Pixel? Correct answer: 3\n",
-}
 
 
 def everything_written(folder: Path) -> dict[str, bytes]:
@@ -48,7 +43,7 @@ def everything_written(folder: Path) -> dict[str, bytes]:
 def test_no_key_cookie_or_storage_in_results_with_traces_on(write_bench, write_config, tmp_path):
     bench = write_bench(TINY)
     echoing = {"status": 500, "message": f"upstream said: bad key {KEY}"}
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         server.faults = [echoing]
         persona = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_SECRET_KEY"}
         run = {"id": "s", "benchmark": str(bench), "agent": {"driver": "demo"}}
@@ -94,3 +89,44 @@ def test_log_files_mask_registered_secrets_in_messages_and_tracebacks(tmp_path):
         handler.close()
     text = (tmp_path / "run.log").read_text()
     assert KEY not in text and text.count("***") == 2, text
+
+
+URL_TOKENS = {"MMB_T_PATH": "pathtok-4f1c9e2a7b", "MMB_T_QUERY": "querytok-8d3b0c5e1f", "MMB_T_FRAG": "fragtok-2a6e9d4c0b"}
+
+
+def test_tokens_in_the_chat_url_reach_no_output_and_show_as_placeholders(write_bench, write_config, tmp_path):
+    """A token in the URL's path, query and fragment: the run is killed right after its new chat opened
+    and resumed (the saved chat address is filled in again to reopen it); no file, trace or line of
+    the terminal holds a token, and the addresses it shows have `${NAME}` where each one was."""
+    import signal
+
+    from demo_agent.web import DemoChatServer
+    from persona.crashpoints import ENV as CRASH_ENV
+
+    bench = write_bench(TINY)
+    with DemoChatServer(tmp_path / "agent", think_delay_s=0.01, token_delay_s=0.001) as server:
+        url = server.url + "/c/${MMB_T_PATH}?k=${MMB_T_QUERY}#f=${MMB_T_FRAG}"
+        config = write_config([{"id": "u", "benchmark": str(bench), "agent": {"driver": "demo", "url": url}}])
+
+        def run(**env: str) -> tuple[int, str]:
+            done = subprocess.run([sys.executable, "-m", "persona", "run", "-v", "--trace", "on", "-c", str(config)],
+                                  cwd=REPO, env={**os.environ, **URL_TOKENS, **env}, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, start_new_session=True, timeout=300)
+            return done.returncode, done.stdout
+
+        killed, first = run(**{CRASH_ENV: "session.opened#1"})
+        done, second = run()
+    assert killed == -signal.SIGKILL and done == 0, second[-3000:]
+    assert "resuming" in second
+    state = json.loads((tmp_path / "results" / "u" / "state.json").read_text())
+    assert state["status"] == "finished" and len(server.brain.conversation_ids()) == 3, "first chat, a new one, and the redone new one"
+    assert state["sessions"][0]["url"].endswith("#f=${MMB_T_FRAG}")
+    assert "/c/${MMB_T_PATH}?k=${MMB_T_QUERY}#f=${MMB_T_FRAG} -> " in state["sessions"][1]["reset_sign"]
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert "${MMB_T_PATH}" in report
+    outputs = {"terminal, first run": first.encode(), "terminal, second run": second.encode(),
+               **everything_written(tmp_path / "results")}
+    assert any(name.endswith("!trace.network") for name in outputs)
+    for name, data in outputs.items():
+        for token in URL_TOKENS.values():
+            assert token.encode() not in data, (name, token)

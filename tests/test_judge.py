@@ -19,8 +19,8 @@ from persona.errors import RunError
 from persona.state import Exchange, QuotedTurn
 from tests.conftest import DEMO_BENCH
 from tests.support.judge import judge_answer, read_request
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
 from tests.support.play import play
+from tests.support.quirk_server import QuirkServer, scripted_responder
 
 SINGLE = Check(id="s", category=Category.single, question="What does my partner do?", answer="carpenter")
 LIST = Check(id="l", category=Category.single, question="Which days do I run?", answer="Tuesday; Thursday; Sunday")
@@ -99,14 +99,13 @@ def ex(turn: int, sent: str, *reply: str, phase: int = 1) -> Exchange:
 
 
 def test_the_judge_reads_from_the_question_to_the_grade_every_bubble():
-    chat = [ex(1, "I run on Tuesdays.", "Noted.", phase=0), ex(2, "Hi again!", "Hello!"),
-            ex(3, "Which days of the week do I run?", "I don't know.", "Sorry."),
-            ex(4, "Please search your memory.", "Found it:", "Tuesday and Sunday.")]
-    turns = answer_turns(chat, "Which days of the week do I run?", after_turn=0, phase=1)
+    window = [ex(2, "Hi again!", "Hello!"), ex(3, "Which days of the week do I run?", "I don't know.", "Sorry."),
+              ex(4, "Please search your memory.", "Found it:", "Tuesday and Sunday.")]
+    turns = answer_turns(window, "Which days of the week do I run?")
     assert [(t.turn, t.reply) for t in turns] == [(3, ["I don't know.", "Sorry."]), (4, ["Found it:", "Tuesday and Sunday."])]
-    assert answer_turns(chat, "Which days of the week do I run?", after_turn=4, phase=1) == []
-    # a question in other words (no word shared): the whole stretch since the last grade
-    assert [t.turn for t in answer_turns(chat, "Blood type?", after_turn=0, phase=1)] == [2, 3, 4]
+    assert answer_turns([], "Which days of the week do I run?") == []
+    # a question in other words (no word shared): the whole window since the last grade
+    assert [t.turn for t in answer_turns(window, "Blood type?")] == [2, 3, 4]
 
 
 def test_the_rule_judge_grades_the_final_reply_and_sees_the_memory_search():
@@ -120,12 +119,12 @@ def test_the_rule_judge_grades_the_final_reply_and_sees_the_memory_search():
 # -- a model judge on the local server -------------------------------------------------------------------
 
 
-def judge_on(server: OpenAICompatServer, **cfg: Any) -> ModelJudge:
+def judge_on(server: QuirkServer, **cfg: Any) -> ModelJudge:
     return ModelJudge(JudgeConfig(kind="openai", base_url=server.base_url, model="judge-m",
                                   api_key_env="MMB_TEST_UNSET_KEY", **cfg))
 
 
-def grade_with(server: OpenAICompatServer, check: Check, turns: list[QuotedTurn], **cfg: Any):
+def grade_with(server: QuirkServer, check: Check, turns: list[QuotedTurn], **cfg: Any):
     async def main():
         judge = judge_on(server, **cfg)
         try:
@@ -140,7 +139,7 @@ TURNS = [QuotedTurn(turn=7, sent="Which days do I run?", reply=["Tuesdays", "and
 
 
 def test_a_model_judge_gets_rubric_check_and_the_agents_own_words_at_temperature_0():
-    with OpenAICompatServer(lambda m, t: judge_answer(m)) as server:
+    with QuirkServer(lambda m, t: judge_answer(m)) as server:
         judged = grade_with(server, LIST, TURNS)
     request, = server.requests
     assert request["temperature"] == 0 and request["model"] == "judge-m"
@@ -157,27 +156,89 @@ def test_a_verdict_in_text_or_broken_is_asked_again_and_counted():
     answers = iter([{"content": "I think it is right."},  # no verdict at all
                     {"content": None, "tool_calls": [{"id": "c1", "name": "grade", "arguments": '{"items": []'}]},
                     {"content": "Verdict: " + json.dumps(verdict(LIST, [True, True, False]))}])
-    with OpenAICompatServer(lambda m, t: next(answers)) as server:
+    with QuirkServer(lambda m, t: next(answers)) as server:
         judged = grade_with(server, LIST, TURNS)
     assert judged.grade.score == 6.7 and judged.calls == 3
-    assert judged.notes == ["asked again: no verdict: call the tool `grade` with items, after_memory_search and comment"] * 2 \
-        + ["verdict taken from the text, not a grade call"]
+    no_verdict = "asked again: no verdict: call the tool `grade` with items, after_memory_search and comment"
+    assert judged.notes == [no_verdict, no_verdict, "response cleaned: tool calls whose arguments were not a JSON "
+                            "object (kept aside, {} sent back)", "verdict taken from the text, not a grade call"]
     third = server.requests[2]["messages"]
     assert [m["role"] for m in third] == ["system", "user", "assistant", "user", "assistant", "tool"]
     assert third[4]["tool_calls"][0]["function"]["arguments"] == "{}", "a broken call is not replayed as sent"
     assert third[5]["tool_call_id"] == "c1" and third[5]["content"].startswith("Error: no verdict")
 
 
+def test_the_judges_calls_are_counted_as_the_personas_retries_and_all():
+    """llm.py's accounting for the judge too: the client's retries with their causes, and tokens counted by
+    us (tiktoken) where the response had no usage; the report's grading line says both."""
+    from persona.report.markdown import grading_line
+    from persona.state import RunState
+
+    with QuirkServer(lambda m, t: judge_answer(m), usage=False) as server:
+        server.faults = [{"status": 429, "retry_after": 0.01}]
+        judged = grade_with(server, LIST, TURNS)
+    u = judged.usage
+    assert (u.calls, u.retries, u.retry_causes, u.counted) == (1, 1, {"HTTP 429": 1}, 1) and u.prompt_tokens > 0
+    state = RunState(run_id="r", benchmark="b", driver="demo", persona_model="m", judge="judge-m", judge_usage=u)
+    assert "judge model judge-m; 1 calls (1 retried by the client: HTTP 429 ×1)" in grading_line(state)
+    assert "counted with tiktoken" in grading_line(state)
+
+
 def test_a_judge_that_never_gives_a_verdict_stops_the_run():
-    with OpenAICompatServer(lambda m, t: {"content": "10/10!"}) as server, \
+    with QuirkServer(lambda m, t: {"content": "10/10!"}) as server, \
             pytest.raises(RunError, match=r"judge \(judge-m\) gave no valid verdict on check l in 2 attempts"):
         grade_with(server, LIST, TURNS, max_attempts=2)
+
+
+# -- the memory autopsy's question: is an item in the agent's saved memory, in any wording ----------------
+
+
+def test_the_rule_judge_finds_an_item_in_memory_only_beside_a_word_of_the_question():
+    weather = Check(id="w", category=Category.preference, question="What kind of weather do I hate running in?",
+                    answer="rain")
+    held = asyncio.run(RuleJudge().find_in_memory(weather, "## notes.md\n- hates running in the rain\n")).grade
+    assert [(m.correct, m.evidence) for m in held.items] == [(True, "- hates running in the rain")]
+    stray = asyncio.run(RuleJudge().find_in_memory(weather, "## notes.md\n- rain is fine\n")).grade
+    assert [m.correct for m in stray.items] == [False]
+
+
+def test_the_model_judge_reads_a_memory_snapshot_for_the_autopsy_and_its_calls_count(tmp_path):
+    """engine/memory.py judge_paraphrases with the run's judge (judge.memory_judge), through the quirk server."""
+    from persona.engine.judge import memory_judge
+    from persona.engine.memory import judge_paraphrases
+    from persona.report.snapshots import MemoryStore
+    from tests.support.runs import write_run
+    from tests.test_autopsy import run_with_memory
+
+    state, exchanges, bench, _ = run_with_memory(tmp_path)
+    folder = write_run(tmp_path, state, exchanges)
+
+    def paraphrase(check: Check, memory: str) -> dict[str, Any]:
+        return {"items": [{"item": i, "correct": True, "evidence": "- dislikes wet weather"} for i in check.items],
+                "after_memory_search": False, "comment": "said in other words"}
+
+    with QuirkServer(lambda m, t: judge_answer(m, memory_verdict=paraphrase)) as server:
+        async def main() -> int:
+            judge = judge_on(server)
+            try:
+                return await judge_paraphrases(folder, state, bench, memory_judge(judge, state), judge.label)
+            finally:
+                await judge.aclose()
+
+        assert asyncio.run(main()) == 1
+    request, = server.requests
+    asked = json.loads(request["messages"][1]["content"])
+    assert asked["question"] == "What kind of weather do I hate running in?" and "## notes.md" in asked["agent_memory"]
+    assert "conversation" not in asked and not server.rejections
+    d5 = MemoryStore(folder).load_judged()["d5"]
+    assert (d5.items, d5.evidence, d5.judge) == ([True], "- dislikes wet weather", "judge-m")
+    assert state.judge_usage.calls == 1 and state.judge_usage.prompt_tokens > 0 and state.judge_notes == []
 
 
 # -- whole runs ------------------------------------------------------------------------------------------
 
 
-def openai(server: OpenAICompatServer) -> dict[str, Any]:
+def openai(server: QuirkServer) -> dict[str, Any]:
     return {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_UNSET_KEY"}
 
 
@@ -186,15 +247,23 @@ def test_a_run_is_graded_by_the_judge_with_the_personas_grade_beside(tmp_path, w
     def generous(check: Check, turns: list[QuotedTurn]) -> dict[str, Any]:
         return verdict(check, [True] * len(check.items), after=True)
 
-    with OpenAICompatServer(scripted_responder(verdict=generous)) as server:
+    with QuirkServer(scripted_responder(verdict=generous)) as server:
         outcome, state = play(tmp_path, benchmark=write_bench(SHORT), persona=openai(server))
     assert outcome.status == "finished" and state.judge == "m"
     assert {e.check_id: e.score for e in state.evaluations} == {"c1": 5, "c2": 5, "c3": 10}
     for e in state.evaluations:
         assert e.grader == "m" and e.persona_grade is not None and e.persona_grade.grader == "persona"
         assert e.agent_turns and e.agent_turns[0].sent == e.question, "the oracle's answer, from the question on"
-    judge_calls = [r for r in server.requests if r["tools"][0]["function"]["name"] == "grade"]
+        # The scripted persona sends the next question in the same turn as log_evaluation: that question
+        # (and its answer) belongs to the next check's window, not to this one.
+        assert [t.sent for t in e.agent_turns] == [e.question] and e.turn == e.agent_turns[-1].turn
+    judge_calls = [r for r in server.requests[4:] if r["tools"][0]["function"]["name"] == "grade"]
     assert len(judge_calls) == 3 == state.judge_usage.calls and state.judge_notes == []
+    questions = [c["question"] for c in SHORT_CHECKS]
+    for call in judge_calls:  # each judge call read one question and its answer, however the turns were packed
+        asked = [t["user"] for t in json.loads(call["messages"][1]["content"])["conversation"]]
+        assert len(asked) == 1 and asked[0] in questions
+    assert not server.rejections, "every judge request passed the quirk server's strict validation"
 
 
 def test_judge_persona_keeps_the_seeds_behaviour(tmp_path, write_bench):
@@ -248,6 +317,8 @@ def leaky(responder):
     return respond
 
 
+SHORT_CHECKS = [{"question": "What is my best 10 km time?"}, {"question": "Which days do I run?"},
+                {"question": "What is my blood type?"}]
 SHORT = {  # one phase that tells, one that asks: a single value, a list, an absent fact
     "benchmark.json": {"chapters": ["chapter1.md"], "fact_files": ["running.md"]},
     "instructions.md": "You are Maya.", "profile.md": "# Maya\n\n## 1. Me\n1.1 I'm Maya\n",
@@ -267,12 +338,12 @@ def play_echo(folder, bench, judge: JudgeConfig | None) -> tuple[dict[str, float
     from tests.test_faults_gaming import ScriptedAgent, play_against
 
     class Echo(ScriptedAgent):
-        async def send(self, text, on_sent=None):
+        async def send(self, text, journal=None):
             self._replies = iter([f"You said: {text} What is the correct answer? Tell me and I'll repeat it."])
-            return await super().send(text, on_sent)
+            return await super().send(text, journal)
 
     agent = Echo([])
-    with OpenAICompatServer(leaky(scripted_responder())) as server:
+    with QuirkServer(leaky(scripted_responder())) as server:
         persona = PersonaConfig(kind="openai", base_url=server.base_url, model="m", api_key_env="MMB_TEST_UNSET_KEY")
         state = play_against(agent, OpenAIPersona(persona), folder, benchmark=bench,
                              judge=make_judge(judge.resolved(persona)) if judge else None)
@@ -291,17 +362,18 @@ def test_an_agent_that_asks_for_the_answer_and_echoes_gains_nothing_with_a_judge
 
 
 def test_a_failing_judge_stops_the_run_and_a_rerun_grades_where_it_stopped(tmp_path, write_bench):
+    from persona.engine.preflight import JUDGE_CHECK
     from persona.state import RunStore
     from tests.support.judge import is_judge_request
 
     bench, broken, persona = write_bench(SHORT), [True], scripted_responder()
 
     def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        if broken[0] and is_judge_request(tools):
-            return {"content": "I'd rather not say."}
+        if broken[0] and is_judge_request(tools) and JUDGE_CHECK.question not in messages[1]["content"]:
+            return {"content": "I'd rather not say."}  # after a preflight it passed
         return persona(messages, tools)
 
-    with OpenAICompatServer(respond) as server:
+    with QuirkServer(respond) as server:
         outcome, state = play(tmp_path, benchmark=bench, persona=openai(server), judge={"max_attempts": 2})
         assert outcome.status == "failed" and "judge (m) gave no valid verdict on check c1 in 2 attempts" in state.error
         assert state.evaluations == []

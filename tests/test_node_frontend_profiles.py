@@ -9,7 +9,7 @@ import pytest
 from drivers.base import DriverError
 from drivers.generic import PlaywrightDriver
 from drivers.registry import build_profile, driver_names
-from drivers.url_secrets import expand
+from drivers.url_secrets import ChatUrl, expand
 from tests.support.node_frontends import OpenClawChatModel, gateway_config, person_said
 
 NAMES = ["openclaw", "telegram_k", "telegram_a", "librechat", "hermes"]
@@ -30,6 +30,19 @@ def test_a_url_secret_comes_from_the_environment() -> None:
     assert url == "http://h/#token=s3cr3t-value&x=s3cr3t-value" and secrets == ("s3cr3t-value",)
     with pytest.raises(ValueError, match="TOK, TWO"):
         expand("http://h/#${TOK}${TWO}", {"TOK": ""})
+
+
+def test_a_url_secret_is_shown_as_its_placeholder_and_filled_in_only_for_its_own_origin() -> None:
+    chat = ChatUrl("http://h:1/c?k=${TOK}#t=${TOK}", {"TOK": "a b/c+d"})
+    assert chat.opened == "http://h:1/c?k=a b/c+d#t=a b/c+d"
+    for written in ("a b/c+d", "a%20b%2Fc%2Bd", "a%20b/c%2Bd", "a+b%2Fc%2Bd"):  # as a browser may write it
+        assert chat.hide(f"http://h:1/c?k={written}") == "http://h:1/c?k=${TOK}"
+    assert chat.reopen("/c/2#t=${TOK}") == "/c/2#t=a b/c+d"
+    assert chat.reopen("http://h:1/c/3?k=${TOK}") == "http://h:1/c/3?k=a b/c+d"
+    # A page that sent us elsewhere, with our placeholder in its address, never gets the value.
+    assert chat.reopen("https://evil.example/?k=${TOK}") == "https://evil.example/?k=${TOK}"
+    assert chat.reopen("//evil.example/${TOK}") == "//evil.example/${TOK}"
+    assert chat.fill("${HOME}/x") == "${HOME}/x", "only the URL's own placeholders are filled"
 
 
 class _Context:  # all PlaywrightDriver's constructor touches

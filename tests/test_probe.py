@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import time
 
 import pytest
 
 from demo_agent.web import DemoChatServer
+from drivers.probe import probe_message
 from tests.conftest import mmb
 from tests.support.chat_lab import ChatLab, LabScenario
+from tests.support.static_site import serve
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
@@ -24,46 +28,110 @@ def row(output: str, key: str) -> str:
     return next(line for line in output.splitlines() if line.strip().startswith(key + " "))
 
 
-def test_probe_reports_each_selector_and_one_round_trip(tmp_path):
+def test_probe_reports_each_selector_one_marked_round_trip_and_a_new_chat(tmp_path):
     with ChatLab(LabScenario(welcome="Hi, I am the lab.")) as lab:
         done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--send", "hello lab", "--out", str(tmp_path))
+        received = list(lab.received)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
-    assert "HeadlessChrome" in out  # the page line names the browser that was used
+    assert "HeadlessChrome" in out and "; 0 open shadow roots" in out  # the page line names the browser that was used
     assert row(out, "input").split()[2:] == ["1", "match,", "1", "visible,", "editable", "ok"]
     assert "0 matches, 0 visible" in row(out, "user_message") and "matches after a message is sent" in row(out, "user_message")
     assert "1 match, 0 visible" in row(out, "busy")
-    assert "send 'hello lab': reply in" in out and "1 bubble(s), signal busy-gone+stable(" in out
-    assert "  reply[0]: 'echo: hello lab'" in out
+    marked = probe_message("hello lab")
+    assert received == [marked] and marked.startswith("[mmb probe] hello lab (a test message")
+    assert f"send {marked!r}: reply in" in out and "1 bubble(s), signal busy-gone+stable(" in out
+    assert f"  reply[0]: {'echo: ' + marked!r}" in out
     after = out.split("after the reply:")[1]
     assert "1 match, 1 visible" in row(after, "user_message")
     assert "2 matches, 2 visible" in row(after, "assistant_message")  # the welcome and the reply
+    assert re.search(r"^new chat \(button\): url changed \S+/c/\w+ -> \S+/c/\w+; no messages left \(1 before\)$", out, re.M), out
     assert out.rstrip().endswith("OK: the profile fits this page")
     shots = list(tmp_path.glob("probe-generic-*.png"))
     assert len(shots) == 1 and f"screenshot: {shots[0]}" in out
-    assert lab.received == ["hello lab"]
+
+
+def test_probe_with_no_send_types_nothing_and_still_tries_new_chat(tmp_path):
+    with ChatLab() as lab:
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--no-send", "--out", str(tmp_path))
+        received = list(lab.received)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert received == [] and "\nsend " not in done.stdout
+    assert "no messages left (0 before)" in done.stdout
 
 
 def test_probe_flags_what_does_not_fit_and_exits_non_zero(tmp_path):
-    wrong = [*LAB_SELECTORS, "input=#log", "send=button.nope", "busy=div[", "done=.never"]
+    wrong = [*LAB_SELECTORS, "input=#log", "send=button.nope", "done=.never"]
     with ChatLab() as lab:
         done = mmb("probe", lab.url + "/", *flags(wrong), "--send", "hello", "--wait", "2", "--out", str(tmp_path))
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert row(out, "input").split()[2:] == ["1", "match,", "1", "visible,", "NOT", "editable", "NOT", "EDITABLE"]
     assert "0 matches, 0 visible" in row(out, "send") and "MISSING  (matches nothing)" in row(out, "send")
-    assert "INVALID" in row(out, "busy")
     assert "shows on a finished reply" in row(out, "done")
-    assert "send 'hello': FAILED: not tried: a required selector does not fit" in out
+    assert "send '[mmb probe] hello" in out and "FAILED: not tried: a selector above does not fit" in out
     assert "FAILED: fix the selectors marked above" in out
     assert list(tmp_path.glob("probe-generic-*.png"))
     assert lab.received == []
 
 
+@pytest.mark.parametrize("bad", ["assistant_message=text=echo", "busy=div["])
+def test_an_invalid_selector_is_an_error_with_exit_2_never_ok(tmp_path, bad):
+    """A message selector in Playwright's own syntax used to print a CSS error, then "OK", exit 0."""
+    with ChatLab() as lab:
+        done = mmb("probe", lab.url + "/", *flags([*LAB_SELECTORS, bad]), "--out", str(tmp_path))
+        received = list(lab.received)
+    out = done.stdout
+    assert done.returncode == 2, out + done.stderr
+    key = bad.split("=")[0]
+    assert "INVALID" in row(out, key) and ("not plain CSS" in row(out, key) or "while parsing css selector" in row(out, key))
+    assert "OK:" not in out and out.rstrip().endswith("FAILED: fix the selectors marked above "
+                                                      "(override them with --selector key=css, then in config.jsonc "
+                                                      "agent.selectors)")
+    assert received == []
+
+
+def test_a_failing_probe_answers_within_its_budget_with_what_each_selector_matched(tmp_path):
+    """The agent stays busy and never answers; the profile would wait 10 minutes, the probe 25 s at most."""
+    with ChatLab(LabScenario(never_reply=True, placeholder="Thinking…")) as lab:
+        started = time.monotonic()
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "-o", "completion.timeout_s=600",
+                   "-o", "completion.first_bubble_timeout_s=120", "--out", str(tmp_path))
+        took = time.monotonic() - started
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert took < 25 + 10, took  # the budget, and a start-up margin for a loaded machine
+    assert "FAILED: no complete reply" in out and "busy '#stop' visible" in out
+    after = out.split("after the reply:")[1]
+    assert "1 match, 1 visible" in row(after, "user_message") and "1 match, 1 visible" in row(after, "busy")
+
+
+def test_a_new_chat_that_does_not_reset_fails_the_probe(tmp_path):
+    with ChatLab(LabScenario(new_chat="noop")) as lab:
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--out", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "new chat (button): FAILED: the chat did not reset after new session (button): 1 of 1 message(s)" in done.stdout
+
+
+@pytest.mark.parametrize("shadow", ["open", "nested"])
+def test_probe_in_shadow_roots_agrees_with_the_run_and_flags_a_selector_across_a_boundary(tmp_path, shadow):
+    with ChatLab(LabScenario(shadow=shadow)) as lab:
+        fits = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--out", str(tmp_path))
+        across = mmb("probe", lab.url + "/", *flags([*LAB_SELECTORS, "user_message=chat-app .bubble.me"]),
+                     "--out", str(tmp_path))
+    assert fits.returncode == 0, fits.stdout + fits.stderr
+    roots = 1 if shadow == "open" else 3
+    assert f"; {roots} open shadow root{'s' if roots > 1 else ''}" in fits.stdout
+    assert "1 match, 1 visible" in row(fits.stdout.split("after the reply:")[1], "user_message")
+    assert across.returncode == 1, across.stdout
+    after = across.stdout.split("after the reply:")[1]  # our message is there for Playwright, not for the page scripts
+    assert "SPLIT" in row(after, "user_message") and "must not cross a shadow boundary" in after
+
+
 def test_probe_the_demo_agent_with_its_profile(tmp_path):
     with DemoChatServer(tmp_path / "agent", token_delay_s=0.002, think_delay_s=0.05) as server:
         base = server.url
-        done = mmb("probe", base + "/", "--profile", "demo", "--send", "My cat is Tom.", "--out", str(tmp_path))
+        done = mmb("probe", base + "/", "--profile", "demo", "--send", "Hello there.", "--out", str(tmp_path))
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert out.startswith(f"probe demo @ {base}/c/")
@@ -87,3 +155,16 @@ def test_headed_without_a_display_says_how_to_get_one(tmp_path):
                env={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
     assert done.returncode == 1
     assert "headed mode needs a display: run under `xvfb-run -a mmb ...` or set DISPLAY" in done.stderr
+
+
+def test_a_chat_inside_an_iframe_is_pointed_to_its_own_address(tmp_path):
+    """The page scripts do not enter frames: the probe says where the chat's own page is."""
+    with ChatLab() as lab:
+        chat = lab.url + "/"
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "index.html").write_text(f'<!doctype html><iframe src="{chat}"></iframe>')
+        with serve(tmp_path / "site") as site:
+            done = mmb("probe", site, *flags(LAB_SELECTORS), "--wait", "1", "--out", str(tmp_path / "out"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"  frames: {chat} (the driver does not enter frames: a chat in one is driven at its own address)" \
+        in done.stdout

@@ -13,7 +13,7 @@ from persona.engine.judge import rubric
 from persona.engine.provenance import endpoint_host
 from persona.engine.runner import Runner, plan_runs
 from persona.state import RunState, RunStore
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 from tests.test_judge import SHORT
 
 KEY = "sk-provenance-secret-0123456789"
@@ -40,7 +40,7 @@ def test_hosts_only_never_users_paths_or_queries():
 def test_provenance_is_recorded_and_reported_without_secrets(tmp_path, write_bench, monkeypatch):
     monkeypatch.setenv("MMB_TEST_PROVENANCE_KEY", KEY)
     bench = write_bench(SHORT)
-    with OpenAICompatServer(scripted_responder()) as server:
+    with QuirkServer(scripted_responder()) as server:
         persona = {"kind": "openai", "base_url": server.base_url, "model": "persona-m", "api_key_env": "MMB_TEST_PROVENANCE_KEY"}
         _, state = run(tmp_path, bench, persona=persona, judge={"model": "judge-m"})
     assert state.status == "finished"
@@ -51,7 +51,8 @@ def test_provenance_is_recorded_and_reported_without_secrets(tmp_path, write_ben
     assert p.benchmark_files == {name: hashlib.sha256((bench / name).read_bytes()).hexdigest()
                                  for name in ("benchmark.json", "instructions.md", "profile.md", "running.md", "chapter1.md")}
     assert p.rubric_sha256 == hashlib.sha256(rubric().encode()).hexdigest()
-    system = next(r for r in server.requests if r["model"] == "persona-m")["messages"][0]["content"]
+    system = next(r for r in server.requests if r["model"] == "persona-m"  # the first after the preflight's
+                  and "check a tool protocol" not in r["messages"][0]["content"])["messages"][0]["content"]
     assert p.system_prompt_sha256 == hashlib.sha256(system.encode()).hexdigest(), "the prompt as the model got it"
     assert p.driver == "oracle" and p.browser is None
 

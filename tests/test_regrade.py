@@ -13,7 +13,7 @@ from persona.benchmark.phases import Check
 from persona.cli.app import app
 from persona.report.gradings import load_set
 from persona.state import QuotedTurn
-from tests.support.openai_server import OpenAICompatServer, scripted_responder
+from tests.support.quirk_server import QuirkServer, scripted_responder
 from tests.support.runs import demo_run, write_run
 
 
@@ -35,7 +35,7 @@ def results(tmp_path):
 
 def test_regrade_writes_a_new_set_prints_the_agreement_and_never_overwrites(results):
     original = (results / "r1" / "state.json").read_bytes()
-    with OpenAICompatServer(scripted_responder(verdict=every_item_right)) as server:
+    with QuirkServer(scripted_responder(verdict=every_item_right)) as server:
         args = ["regrade", "r1", "--judge-model", "big-judge", "--base-url", server.base_url,
                 "--api-key-env", "MMB_TEST_UNSET_KEY", "--results", str(results), "-c", str(results / "none.jsonc")]
         done = mmb(*args)

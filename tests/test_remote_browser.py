@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from drivers.probe import probe_message
 from tests.conftest import mmb
 from tests.support.chat_lab import ChatLab
 from tests.test_probe import LAB_SELECTORS, flags
@@ -99,14 +100,15 @@ def test_probe_through_a_playwright_server(playwright_server, tmp_path):
     done, received = probe_through({"ws_endpoint": playwright_server}, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"browser: connected to {playwright_server} (chromium " in done.stderr
-    assert "reply[0]: 'echo: over the wire'" in done.stdout and received == ["over the wire"]
+    assert f"reply[0]: {'echo: ' + probe_message('over the wire')!r}" in done.stdout
+    assert received == [probe_message("over the wire")]
 
 
 def test_probe_through_a_chromium_debugging_port_with_a_trace(chromium_with_debugging_port, tmp_path):
     done, received = probe_through({"cdp_url": chromium_with_debugging_port}, tmp_path, "--trace", "on")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"browser: connected to {chromium_with_debugging_port} (chromium " in done.stderr
-    assert received == ["over the wire"]
+    assert received == [probe_message("over the wire")]
     assert (tmp_path / "out" / "traces" / "session-0.trace.zip").is_file()
 
 

@@ -158,7 +158,8 @@ def test_a_reply_that_never_comes_times_out_with_a_screenshot(harness, lab, tmp_
         harness.chat(lab.profile(completion={"timeout_s": 2}), tmp_path, ["anyone?"])
     message = str(caught.value)
     assert message.startswith("no complete reply (turn 1): reply not started (only placeholders or a busy marker)")
-    assert "(limit 2 s)" in message and "busy marker visible" in message and "a placeholder still shown" in message
+    assert "(limit 2 s): only placeholders matched assistant_message '#log .bubble.bot' after our message; " \
+           "busy '#stop' visible; a placeholder still shown" in message
     assert caught.value.screenshot is not None and caught.value.screenshot.is_file()
     assert caught.value.screenshot.parent == tmp_path and f"(screenshot: {caught.value.screenshot})" in message
 
@@ -167,8 +168,11 @@ def test_nothing_at_all_fails_at_the_first_bubble_timeout(harness, lab, tmp_path
     lab.scenario = LabScenario(never_reply=True, busy="none")
     with pytest.raises(ReplyTimeout) as caught:
         harness.chat(lab.profile(completion={"first_bubble_timeout_s": 1.5}), tmp_path, ["hello?"])
-    assert str(caught.value).startswith("no complete reply (turn 1): no reply bubble after 2 s (limit 1.5 s)")
+    assert str(caught.value).startswith("no complete reply (turn 1): no reply bubble after 2 s (limit 1.5 s): nothing "
+                                        "matched assistant_message '#log .bubble.bot' after our message")
     assert caught.value.screenshot is not None and caught.value.screenshot.stat().st_size > 1000
+    dom = caught.value.dom.read_text()  # the chat's DOM beside the screenshot, as text
+    assert caught.value.dom.name.endswith(".dom.txt") and 'class="bubble me">hello?</div>' in dom
 
 
 @pytest.mark.parametrize("method", ["fill", "type"])

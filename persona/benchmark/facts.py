@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -19,15 +20,36 @@ _SECTION = re.compile(r"^##\s+(?P<num>\d+)\.\s*(?P<title>\S.*?)\s*$")
 _FACT = re.compile(r"^(?P<id>(?P<sec>\d+)\.(?P<n>\d+))\.?\s+(?P<text>\S.*?)\s*$")
 
 
+class FactEvent(BaseModel):
+    """Something that happened to a fact in a run: told at turn T, edited at T2, deleted, added."""
+
+    turn: int
+    kind: Literal["told", "edited", "deleted", "added"]
+    text: str  # the fact's text from then on
+
+
 class Fact(BaseModel):
     id: str
     text: str
     told_turn: int | None = None  # agent turn after which it counted as told; None = not told yet
     changed_turn: int | None = None  # last facts_edit, for memory-decay analysis
+    history: list[FactEvent] = []  # in a run's live copy: its events, in order
 
     @property
     def deleted(self) -> bool:
         return self.text == DELETED
+
+    def mark_told(self, turn: int) -> None:
+        if self.told_turn is None:
+            self.told_turn = turn
+            self.history.append(FactEvent(turn=turn, kind="told", text=self.text))
+
+    def change(self, text: str, turn: int) -> None:
+        """A new text (`—` deletes); a change the persona tells counts as telling the fact."""
+        self.text = text.strip() or DELETED
+        self.changed_turn = turn
+        self.told_turn = self.told_turn if self.told_turn is not None else turn
+        self.history.append(FactEvent(turn=turn, kind="deleted" if self.deleted else "edited", text=self.text))
 
 
 class FactSection(BaseModel):
@@ -56,12 +78,16 @@ class FactFile(BaseModel):
     def untold(self) -> list[Fact]:
         return [f for f in self.live_facts() if f.told_turn is None]
 
-    def add(self, section_number: int, text: str) -> Fact:
+    def add(self, section_number: int, text: str, turn: int | None = None) -> Fact:
+        """A new fact with the next free id of its section; with `turn`, told then (a run's facts_add)."""
         section = self.section(section_number)
         if section is None:
             raise KeyError(section_number)
         taken = [int(f.id.split(".")[1]) for f in section.facts]
         fact = Fact(id=f"{section_number}.{max(taken, default=0) + 1}", text=text)
+        if turn is not None:
+            fact.told_turn = fact.changed_turn = turn
+            fact.history.append(FactEvent(turn=turn, kind="added", text=text))
         section.facts.append(fact)
         return fact
 

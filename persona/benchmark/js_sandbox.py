@@ -99,6 +99,8 @@ def _first_line(message: str) -> str:
 
 def compile_check(code: str) -> ScriptError | None:
     """Compile without running: a SyntaxError comes back with its line."""
+    if "\0" in code:  # QuickJS takes C strings: it would refuse the whole block with a Python error
+        return ScriptError("a NUL character is not allowed in a JS block", code[: code.index("\0")].count("\n") + 1)
     ctx = quickjs.Context()
     try:
         ctx.eval("(function () { return " + _WRAP_HEAD.rstrip("\n") + "\n" + code + "\n}); })")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from persona.benchmark.facts import DELETED
 from persona.benchmark.grading import matches, numbers, says_unknown
+from persona.benchmark.links import first_told
 from persona.benchmark.loader import MANIFEST, Benchmark
 from persona.benchmark.phases import Category, Check, Phase
 from persona.errors import Problem
@@ -35,7 +36,7 @@ class Said:
 
 
 def lint(bench: Benchmark) -> list[Problem]:
-    told_at = _first_told(bench)
+    told_at = first_told(bench)
     said = _said(bench, told_at)
     problems = [*_unused_files(bench, told_at), *_empty_phases(bench), *_no_new_session(bench)]
     questions: dict[str, Check] = {}
@@ -54,21 +55,6 @@ def lint(bench: Benchmark) -> list[Problem]:
 
 def _manifest(bench: Benchmark) -> str:
     return bench.display(MANIFEST)
-
-
-def _first_told(bench: Benchmark) -> dict[str, int]:
-    """Phase index at which each fact file is first told (asked for in prose, or required).
-
-    The profile too: it is in the persona's context, but nothing makes the persona tell all of it.
-    """
-    told: dict[str, int] = {}
-    for phase in bench.phases:
-        refs = [bench.resolve_fact_file(r) for r in phase.fact_refs]
-        refs += bench.plays[phase.index].required if phase.index < len(bench.plays) else []
-        for name in refs:
-            if name is not None:
-                told.setdefault(name, phase.index)
-    return told
 
 
 def _said(bench: Benchmark, told_at: dict[str, int]) -> list[Said]:

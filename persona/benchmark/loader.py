@@ -10,10 +10,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from drivers.files import PathText
 from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
 from persona.benchmark.js_check import PhasePlay, play_scripts
 from persona.benchmark.js_sandbox import compile_check
-from persona.benchmark.phases import Check, Phase, split_chapter, stray_directives
+from persona.benchmark.phases import Check, FactAddition, Phase, split_chapter, stray_directives
 from persona.errors import InputError, Problem
 from persona.jsonc import JsonPath, line_of, load_jsonc, pydantic_problems
 from persona.textfile import read_user_text
@@ -30,10 +31,10 @@ class Manifest(BaseModel):
     title: str = Field("", description="Shown in reports")
     language: str = Field("en", description="Language the persona writes in: en, ru, ...")
     description: str = Field("", description="What the benchmark measures, for people choosing one")
-    chapters: list[str] = Field(..., min_length=1, description="Chapter files in play order; each '## ' section is a phase")
-    fact_files: list[str] = Field([], description="Fact files besides the profile, e.g. family.md")
-    instructions: str = Field("instructions.md", description="Appended to the persona's system prompt under 'Your scenario'")
-    profile: str = Field("profile.md", description="Fact file always in the persona's context")
+    chapters: list[PathText] = Field(..., min_length=1, description="Chapter files in play order; each '## ' section is a phase")
+    fact_files: list[PathText] = Field([], description="Fact files besides the profile, e.g. family.md")
+    instructions: PathText = Field("instructions.md", description="Appended to the persona's system prompt under 'Your scenario'")
+    profile: PathText = Field("profile.md", description="Fact file always in the persona's context")
 
 
 class Benchmark(BaseModel):
@@ -66,6 +67,17 @@ class Benchmark(BaseModel):
         wanted = fact_file_name(ref).lower()
         return next((n for n in self.fact_files if n.lower() == wanted), None)
 
+    def additions_in_play(self) -> list[tuple[Phase, FactAddition, str, str]]:
+        """Each ➕ line in play order with its fact file and the id the run will give the new fact."""
+        files = {name: ff.model_copy(deep=True) for name, ff in self.fact_files.items()}
+        out = []
+        for phase in self.phases:
+            for add in sorted(phase.additions, key=lambda a: a.line):
+                name = self.resolve_fact_file(add.file)
+                if name is not None and files[name].section(add.section) is not None:
+                    out.append((phase, add, name, files[name].add(add.section, add.text).id))
+        return out
+
 
 def manifest_schema() -> dict:
     return Manifest.model_json_schema(by_alias=True)
@@ -80,7 +92,11 @@ def _rel(root: Path, path: Path) -> str:
 
 def _load_manifest(root: Path) -> tuple[Manifest, dict[JsonPath, int]]:
     path = root / MANIFEST
-    if not root.is_dir():
+    try:
+        found = root.is_dir()
+    except OSError as e:  # a name too long, a folder we may not enter
+        raise InputError.single(str(root)[:300], None, f"cannot open the benchmark folder: {e.strerror}") from None
+    if not found:
         raise InputError.single(root, None, "benchmark folder not found")
     data, lines = load_jsonc(path)
     if not isinstance(data, dict):
@@ -160,6 +176,19 @@ def _missing_fact(bench: Benchmark, where: str, line: int, file: str, fact_id: s
     return []
 
 
+def _stated_link_problems(bench: Benchmark, where: str, check: Check) -> list[Problem]:
+    """Facts named after 🔗 must exist, in their file or as a ➕ line will add them."""
+    added = {(name, fact_id) for _, _, name, fact_id in bench.additions_in_play()} if check.links else set()
+    problems = []
+    for link in check.links or []:
+        name = bench.resolve_fact_file(link.file)
+        if name is not None and (name, link.fact_id) in added:
+            continue
+        problems += [Problem(p.file, p.line, f"check {check.id}: 🔗 {link.file} {link.fact_id}: {p.message}")
+                     for p in _missing_fact(bench, where, check.line, link.file, link.fact_id)]
+    return problems
+
+
 def _cross_checks(bench: Benchmark, show) -> list[Problem]:
     """Rules that span files: references, unique check ids, JS that compiles, unlisted files."""
     problems: list[Problem] = []
@@ -183,6 +212,7 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
             elif bench.fact_files[name].section(add.section) is None:
                 problems.append(Problem(where, add.line, f"{name}.md has no section {add.section}"))
         for check in phase.checks:
+            problems += _stated_link_problems(bench, where, check)
             if check.id in seen_checks:
                 problems.append(Problem(where, check.line, f"check id {check.id} repeats {seen_checks[check.id]}"))
             seen_checks[check.id] = f"{where}:{check.line}"

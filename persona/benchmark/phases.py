@@ -23,12 +23,21 @@ class Category(str, Enum):
     absent = "absent"
 
 
+class FactMention(BaseModel):
+    """`fact family 2.3` in phase prose, or `🔗 family 2.3` on a check line: one fact by its file and id."""
+
+    file: str
+    fact_id: str
+    line: int = 0
+
+
 class Check(BaseModel):
     id: str
     category: Category = Category.single
     question: str
     answer: str
     line: int = 0
+    links: list[FactMention] | None = None  # stated on the line after 🔗; None: inferred (persona/benchmark/links.py)
 
     @property
     def items(self) -> list[str]:
@@ -51,14 +60,6 @@ class FactAddition(BaseModel):
     file: str
     section: int
     text: str
-    line: int = 0
-
-
-class FactMention(BaseModel):
-    """`fact family 2.3` in phase prose: the phase is about this one fact (tell it if not told yet)."""
-
-    file: str
-    fact_id: str
     line: int = 0
 
 
@@ -85,14 +86,21 @@ _CHECK = re.compile(
 _ANSWER = re.compile(r"\s*(?:" + "|".join(ANSWER_MARKERS) + r")\s*:\s*", re.IGNORECASE)
 _EDIT = re.compile(r"^\s*✏\ufe0f?\s*(?P<file>[\w.-]+)\s+(?P<id>\d+\.\d+)\s*:\s*(?P<text>.*?)\s*$")
 _ADD = re.compile(r"^\s*➕\s*(?P<file>[\w.-]+)\s+(?P<section>\d+)\s*:\s*(?P<text>.*?)\s*$")
-_FACT_REF = re.compile(r"(?:facts\s+from|факты\s+из)\s+`?(?P<name>[\w-]+)(?:\.md)?`?", re.IGNORECASE)
+DIRECTIVE_MARKS = ("❓", "✏", "➕")
+LINK_MARK = "🔗"
+# Whitespace inside an instruction: spaces, or a line break where the author wrapped the paragraph
+# ("tell the facts\nfrom boat" is one instruction); a blank line ends it.
+_WS = r"(?:[ \t]+(?:\n[ \t]*)?|\n[ \t]*)"
+_FACT_REF = re.compile(rf"(?:facts{_WS}from|факты{_WS}из){_WS}`?(?P<name>[\w-]+)(?:\.md)?`?", re.IGNORECASE)
 # "fact family 2.3", "facts family 2.3 and 2.4", "fact 2.3 of family", "факт family 2.3", "факт 2.3 из family"
-_IDS = r"\d+\.\d+(?:\s*(?:,|and|и)\s*\d+\.\d+)*"
+_IDS = rf"\d+\.\d+(?:{_WS}?(?:,|and|и){_WS}?\d+\.\d+)*"
 _MENTION = re.compile(
-    r"(?<![\w-])(?:facts?|факт[а-я]*)\s+(?:`?(?P<file>[A-Za-z_][\w-]*)`?\s+(?P<ids>" + _IDS + r")"
-    r"|(?P<ids2>" + _IDS + r")\s+(?:of|from|in|из)\s+`?(?P<file2>[A-Za-z_][\w-]*)`?)",
+    rf"(?<![\w-])(?:facts?|факт[а-я]*){_WS}(?:`?(?P<file>[A-Za-z_][\w-]*)`?{_WS}(?P<ids>{_IDS})"
+    rf"|(?P<ids2>{_IDS}){_WS}(?:of|from|in|из){_WS}`?(?P<file2>[A-Za-z_][\w-]*)`?)",
     re.IGNORECASE,
 )
+# After 🔗 on a check line: "family 1.2", "family 1.2, 1.3; running 2.1", or "none".
+_LINKED = re.compile(r"(?P<file>[A-Za-z_][\w-]*)\s+(?P<ids>\d+\.\d+(?:\s*,\s*\d+\.\d+)*)")
 _FENCE_OPEN = re.compile(r"^```\s*(js|javascript)\s*$", re.IGNORECASE)
 
 
@@ -123,24 +131,37 @@ def parse_directives(text: str, file: str, first_line: int = 1, *,
                 )
             else:
                 problems.append(Problem(file, lineno, "an addition line must read '➕ FILE SECTION: TEXT'"))
-        else:
-            out["mentions"] += fact_mentions(line, lineno)
-        for m in _FACT_REF.finditer(line):
-            if m["name"] not in out["fact_refs"]:
-                out["fact_refs"].append(m["name"])
+    prose = _prose(text)
+    out["mentions"] = fact_mentions(prose, first_line)
+    for _, name in fact_refs_at(text, first_line):
+        if name not in out["fact_refs"]:
+            out["fact_refs"].append(name)
     return out, problems
 
 
-def fact_mentions(line: str, lineno: int = 0) -> list[FactMention]:
-    """Single facts named by id in a line of prose."""
+def _prose(text: str) -> str:
+    """The text with its check, edit and addition lines blanked (kept as empty lines: line numbers hold)."""
+    return "\n".join("" if any(mark in line for mark in DIRECTIVE_MARKS) else line for line in text.splitlines())
+
+
+def _line_at(text: str, pos: int, first_line: int) -> int:
+    return first_line + text.count("\n", 0, pos)
+
+
+def fact_refs_at(text: str, first_line: int = 1) -> list[tuple[int, str]]:
+    """'tell the facts from family' in phase text, even wrapped over two lines: (line, file) in order."""
+    prose = _prose(text)
+    return [(_line_at(prose, m.start(), first_line), m["name"]) for m in _FACT_REF.finditer(prose)]
+
+
+def fact_mentions(text: str, first_line: int = 1) -> list[FactMention]:
+    """Single facts named by id in prose ("fact family 2.3"), each with the line where it starts."""
     found = []
-    for m in _MENTION.finditer(line):
+    for m in _MENTION.finditer(text):
         file, ids = (m["file"], m["ids"]) if m["file"] else (m["file2"], m["ids2"])
+        lineno = _line_at(text, m.start(), first_line)
         found += [FactMention(file=file, fact_id=i, line=lineno) for i in re.findall(r"\d+\.\d+", ids)]
     return found
-
-
-DIRECTIVE_MARKS = ("❓", "✏", "➕")
 
 
 def stray_directives(text: str, file: str, first_line: int, where: str) -> list[Problem]:
@@ -164,11 +185,17 @@ def _parse_check(line: str, file: str, lineno: int, problems: list[Problem], ans
     if not m:
         problems.append(Problem(file, lineno, "a check must read '❓ ID [CATEGORY] QUESTION Correct answer: ANSWER'"))
         return None
-    parts = _ANSWER.split(m["rest"], maxsplit=1)
+    rest, _, linked = m["rest"].partition(LINK_MARK)
+    parts = _ANSWER.split(rest, maxsplit=1)
     if not answers_required and len(parts) == 1:
         parts.append("")
     elif len(parts) < 2 or not parts[1].strip():
         problems.append(Problem(file, lineno, f"check {m['id']} has no expected answer ('Correct answer: ...')"))
+        return None
+    links = _parse_links(linked, lineno) if LINK_MARK in m["rest"] else None
+    if links is not None and not links and linked.strip().lower() != "none":
+        problems.append(Problem(file, lineno, f"check {m['id']}: after {LINK_MARK} name its facts "
+                                "('family 1.2, 1.3; running 2.1') or write 'none'"))
         return None
     category = (m["cat"] or "single").strip().lower()
     if category not in Category.__members__:
@@ -179,7 +206,17 @@ def _parse_check(line: str, file: str, lineno: int, problems: list[Problem], ans
     if not question:
         problems.append(Problem(file, lineno, f"check {m['id']} has no question"))
         return None
-    return Check(id=m["id"], category=Category(category), question=question, answer=parts[1].strip(), line=lineno)
+    return Check(id=m["id"], category=Category(category), question=question, answer=parts[1].strip(), line=lineno,
+                 links=links)
+
+
+def _parse_links(text: str, lineno: int) -> list[FactMention]:
+    """'family 1.2, 1.3; running 2.1' -> three facts; anything else in the text makes it invalid (empty)."""
+    found, rest = [], text
+    for m in _LINKED.finditer(text):
+        found += [FactMention(file=m["file"], fact_id=i, line=lineno) for i in re.findall(r"\d+\.\d+", m["ids"])]
+        rest = rest.replace(m.group(0), "", 1)
+    return found if not rest.strip(" \t;,.") else []
 
 
 def split_chapter(text: str, chapter: str, first_index: int) -> tuple[list[Phase], list[Problem]]:

@@ -94,7 +94,7 @@ ask the questions one by one, as if you were curious what it remembers.
 ## Before you go
 Ask a few more questions, then say goodbye.
 ❓ s5 [preference] How do I take my tea? Correct answer: with milk, no sugar
-❓ s6 [aggregate] How many times a week do I swim? Correct answer: 2
+❓ s6 [aggregate] How many times a week do I swim? Correct answer: 2 🔗 profile 2.2
 ❓ s7 [updated] What is my mum's cat called? Correct answer: Pebble
 ❓ s8 [absent] What is my blood type? Correct answer: you didn't tell me
 """,
@@ -173,7 +173,7 @@ bench.log("экзамен начинается в новом чате");
 ## Перед уходом
 Задай ещё несколько вопросов и попрощайся.
 ❓ s5 [preference] Какой чай я пью? Правильный ответ: с лимоном, без сахара
-❓ s6 [aggregate] Сколько раз в неделю я плаваю? Правильный ответ: 2
+❓ s6 [aggregate] Сколько раз в неделю я плаваю? Правильный ответ: 2 🔗 profile 2.2
 ❓ s7 [updated] Как зовут мамину кошку? Правильный ответ: Муся
 ❓ s8 [absent] Какая у меня группа крови? Правильный ответ: ты мне не говорила
 """,

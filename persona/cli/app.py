@@ -1,6 +1,6 @@
 """`mmb`: the command line. This module only assembles it; each group of commands has its own module.
 
-    run_commands.py        run (and run --dry)
+    run_commands.py        run (and run --dry), check
     result_commands.py     report (--merge), list, export, compare
     grading_commands.py    regrade
     benchmark_commands.py  validate, new, schema
@@ -72,6 +72,7 @@ def _main(
 
 
 app.command()(run_commands.run)
+app.command()(run_commands.check)
 app.command()(result_commands.report)
 app.command("list")(result_commands.list_runs)
 app.command()(result_commands.export)

@@ -18,8 +18,10 @@ from persona.report.export import export_schema
 def validate(
     benchmarks: Annotated[list[Path], typer.Argument(help="Benchmark folders")],
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too")] = False,
+    links: Annotated[bool, typer.Option("--links/--no-links", help="List the facts each check tests")] = True,
 ) -> None:
     """Check benchmarks: errors (unplayable) and warnings (likely mistakes), each with its file and line."""
+    from persona.benchmark.links import describe, link_checks, scenario_facts
     from persona.benchmark.lint import lint
 
     bad = 0
@@ -39,6 +41,11 @@ def validate(
         counts = f"{len(bench.phases)} phases, {sum(len(f.live_facts()) for f in bench.fact_files.values())} facts, " \
                  f"{len(bench.checks)} checks"
         typer.echo(f"{folder}: ok ({counts})" + (f", {len(warnings)} warning(s)" if warnings else ""))
+        if links:
+            typer.echo("  checks and the facts they test (state them with 🔗 FILE ID on the check line):")
+            facts = scenario_facts(bench)
+            for check_links in link_checks(bench).values():
+                typer.echo(f"    {describe(check_links, facts)}")
     if bad:
         raise typer.Exit(EXIT_BAD_INPUT)
 

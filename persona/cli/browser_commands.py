@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from drivers.probe import BUDGET_S, WAIT_S
 from persona.cli.common import (
+    EXIT_BAD_INPUT,
     EXIT_FAILED,
     HeadedOption,
     SlowMoOption,
@@ -27,8 +30,10 @@ def probe(
     profile: Annotated[str, typer.Option("--profile", "-p", help="A driver profile (demo, generic, ...)")] = "generic",
     selector: Annotated[list[str] | None, typer.Option("--selector", "-s", help="Override a selector: key=css")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Override a profile setting: key=value (completion.quiet_ms=2000)")] = None,
-    send: Annotated[str | None, typer.Option("--send", help="Also send this message and show the reply")] = None,
-    wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = 15,
+    send: Annotated[str | None, typer.Option("--send", help="The text of the test message (sent marked as a probe)")] = None,
+    no_send: Annotated[bool, typer.Option("--no-send", help="Send nothing: only the selectors and New chat")] = False,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = WAIT_S,
+    budget: Annotated[float, typer.Option("--timeout", help="Seconds the whole probe may take")] = BUDGET_S,
     out: Annotated[Path, typer.Option("--out", help="Where the screenshot (and traces) go")] = Path("results/probe"),
     auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
@@ -37,7 +42,9 @@ def probe(
     trace: TraceOption = "off",
     verbose: VerboseOption = False,
 ) -> None:
-    """Check a profile against a live chat page: each selector's matches, a screenshot, one round trip."""
+    """Check a profile against a live chat page the run's way: each selector's matches, one marked
+    round trip, New chat and its reset check, a screenshot; within --timeout seconds."""
+    started = time.monotonic()  # the budget counts from here: starting the browser is part of it
     from drivers.auth import AuthError
     from drivers.browser import BrowserStartError
     from persona.cli.browsing import parse_pairs, probe_page, resolve_profile
@@ -46,19 +53,20 @@ def probe(
     browser, base_dir = browser_config(config)
     apply_overrides(browser, headed, slow_mo, trace, False)
     try:
-        options = {"ready_timeout_s": wait, **parse_pairs(option or [], "--option")}
-        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector", json_values=False), options)
+        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector", json_values=False),
+                               parse_pairs(option or [], "--option"))
     except ValueError as e:
         fail(str(e))
     auth_dir = (base_dir / browser.auth_dir).resolve()
     try:
-        report = asyncio.run(probe_page(prof, browser, base_dir=base_dir, out_dir=out, send=send,
-                                        login_name=auth, auth_dir=auth_dir))
+        report = asyncio.run(probe_page(prof, browser, base_dir=base_dir, out_dir=out, send=send, no_send=no_send,
+                                        login_name=auth, auth_dir=auth_dir, wait_s=wait,
+                                        budget_s=budget - (time.monotonic() - started)))
     except (AuthError, BrowserStartError) as e:
         fail(str(e), EXIT_FAILED)
     typer.echo(report.render())
-    if not report.ok:
-        raise typer.Exit(EXIT_FAILED)
+    if not report.ok:  # a selector that is not valid is bad input
+        raise typer.Exit(EXIT_BAD_INPUT if report.invalid else EXIT_FAILED)
 
 
 def login(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,15 @@ from typing import Any
 from drivers.auth import SavedLogin, find_login, profile_path, run_login, secure_folder, storage_path
 from drivers.browser import browser_host
 from drivers.generic import PlaywrightDriver
-from drivers.probe import ProbeReport, probe
+from drivers.probe import BUDGET_S as PROBE_BUDGET_S
+from drivers.probe import DEFAULT_TEXT, ProbeReport, for_probe, probe
+from drivers.probe import WAIT_S as PROBE_WAIT_S
 from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
 from drivers.settings import BrowserConfig
+from persona.config import Config
+from persona.engine.preflight import Preflight, judge_preflight, preflight
+from persona.engine.runner import RunPlan, agent_url
 
 
 def parse_pairs(pairs: list[str], what: str, *, json_values: bool = True) -> dict[str, Any]:
@@ -56,20 +62,59 @@ def resolve_profile(name: str, url: str | None, selectors: dict[str, Any], optio
 
 
 async def probe_page(profile: Profile, browser: BrowserConfig, *, base_dir: Path, out_dir: Path,
-                     send: str | None, login_name: str | None, auth_dir: Path) -> ProbeReport:
+                     send: str | None, no_send: bool, login_name: str | None, auth_dir: Path, wait_s: float,
+                     budget_s: float) -> ProbeReport:
+    """The run's driver on the page, its time limits cut to the probe's budget (see drivers/probe.py);
+    `send` is the test message's text (None: the default one)."""
     login = find_login(auth_dir, login_name) if login_name else None
+    started = time.monotonic()
     async with browser_host(browser, base_dir) as host:
         chat = await host.new_context(login=login, video_dir=out_dir / "videos" if browser.video else None)
-        driver = PlaywrightDriver(profile, chat.context, artifacts=out_dir, trace=browser.trace,
+        budget_s -= time.monotonic() - started  # the browser's start is part of it
+        driver = PlaywrightDriver(for_probe(profile, wait_s), chat.context, artifacts=out_dir, trace=browser.trace,
                                   screenshot_on_failure=browser.screenshot_on_failure, secrets=chat.secrets)
         failed = True
         try:
-            report = await probe(driver, out_dir=out_dir, send=send)
+            report = await probe(driver, out_dir=out_dir, send=None if no_send else send or DEFAULT_TEXT,
+                                 budget_s=budget_s)
             failed = not report.ok
         finally:
             files = await driver.close(failed=failed)
         report.traces = [f for f in files if f.name.endswith(".trace.zip")]
         return report
+
+
+async def check_runs(config: Config, plans: list[RunPlan], say: Callable[[str], None]) -> bool:
+    """`mmb check`: each run's persona model and judge model (the run's own preflight) and chat page (a
+    probe, nothing sent), without playing; True when all pass. A model shared by runs is checked once."""
+    ok = True
+    checked: dict[tuple[str | None, ...], Preflight] = {}
+    for plan in plans:
+        if plan.persona.kind == "openai":
+            key = (plan.persona.base_url, plan.persona.model)
+            checked[key] = report = checked.get(key) or await preflight(plan.persona)
+            say(f"[{plan.run.id}] {report.render()}")
+            ok = ok and report.ok
+        else:
+            say(f"[{plan.run.id}] persona: scripted (offline, nothing to check)")
+        if plan.judge is not None and plan.judge.kind == "openai":
+            key = ("judge", plan.judge.base_url, plan.judge.model or "")
+            checked[key] = report = checked.get(key) or await judge_preflight(plan.judge)
+            say(f"[{plan.run.id}] {report.render()}")
+            ok = ok and report.ok
+        if plan.profile is None:
+            say(f"[{plan.run.id}] agent: {plan.run.agent.driver}, in process (no chat page)")
+            continue
+        async with agent_url(plan) as url:
+            profile = plan.profile.model_copy(update={"url": url or plan.profile.url})
+            probe = await probe_page(profile, config.browser, base_dir=config.base_dir,
+                                     out_dir=config.results_path() / "check" / plan.run.id, send=None,
+                                     no_send=True,  # a check before a run puts nothing in the agent's memory
+                                     login_name=plan.run.agent.auth, auth_dir=config.auth_path(),
+                                     wait_s=PROBE_WAIT_S, budget_s=PROBE_BUDGET_S)
+        say(f"[{plan.run.id}] chat page {profile.url}:\n{probe.render()}")
+        ok = ok and probe.ok
+    return ok
 
 
 def login_url(profile: str, url: str | None) -> str:

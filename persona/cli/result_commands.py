@@ -57,10 +57,11 @@ def report(
     grading: Annotated[str | None, typer.Option("--grading", help="Show this grading set (`mmb regrade`) where a run "
                                                 "has it; the pages say which they show")] = None,
 ) -> None:
-    """Rebuild every run's report.html, the leaderboard and index.html from the saved states."""
+    """Rebuild every run's report.html, the leaderboard and index.html from the saved states, and write
+    the report.md entries a kill left unwritten."""
     from persona.benchmark.loader import load_benchmark
     from persona.errors import InputError
-    from persona.report.publish import rebuild
+    from persona.report.publish import complete_entries, rebuild
     from persona.tokens import TokenCounter
 
     cfg = _config(config)
@@ -77,6 +78,8 @@ def report(
         except InputError:
             typer.secho(f"{run.id}: benchmark {run.benchmark} does not load; its report has no phase titles", err=True)
     counter = TokenCounter(cfg.compaction.encoding) if cfg else None
+    for run in complete_entries(folder, benches, run_ids, _prices(cfg)):
+        typer.echo(f"{folder / 'report.md'}: wrote the entry of {run.name}'s last end (a kill had left it unwritten)")
     written = rebuild(folder, benches, run_ids, counter, _prices(cfg), grading)
     if not written:
         fail(f"no runs in {folder}", EXIT_BAD_INPUT)

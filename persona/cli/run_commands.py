@@ -1,4 +1,5 @@
-"""`mmb run`: play the runs of the config, or dry-run benchmarks against the oracle."""
+"""`mmb run`: play the runs of the config, or dry-run benchmarks against the oracle; `mmb check`: see that
+each run's persona model and chat page work, without playing."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from persona.cli.common import (
     EXIT_GATE,
     EXIT_INTERRUPTED,
     TRACE_MODES,
+    ConfigOption,
     HeadedOption,
     RunIdsOption,
     SlowMoOption,
@@ -127,4 +129,22 @@ def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
     except KeyboardInterrupt:
         interrupted("a dry run starts over the next time")
     if not ready:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def check(
+    config: ConfigOption = Path("config.jsonc"),
+    run_ids: RunIdsOption = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Check each run's persona model (a few cheap calls) and chat page (a probe) without playing."""
+    from persona.cli.browsing import check_runs
+    from persona.engine.runner import plan_runs
+
+    console_logging(verbose)
+    try:
+        plans = plan_runs(cfg := load_config(config), run_ids)
+    except InputError as e:
+        fail(e)
+    if not asyncio.run(check_runs(cfg, plans, typer.echo)):
         raise typer.Exit(EXIT_FAILED)

@@ -20,11 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from persona.benchmark.links import link_checks
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
 from persona.report.cost import Cost, PriceTable, money
+from persona.report.progress import Progress
 from persona.state import ORACLE_DRIVER, RunState, RunStore, now
 
 DRY_PREFIX = "dry-"
@@ -144,8 +146,10 @@ def step_budget(bench: Benchmark) -> int:
     return 10 * (facts + len(bench.checks) + edits + len(bench.phases)) + 200
 
 
-async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig) -> DryResult:
-    """Play one benchmark from scratch; the previous dry run of it is deleted first."""
+async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionConfig,
+                  persona: PersonaConfig | None = None, progress: Progress | None = None) -> DryResult:
+    """Play one benchmark from scratch; the previous dry run of it is deleted first. `persona` puts
+    another persona against the oracle agent (the bench: the scripted one behind an HTTP endpoint)."""
     from persona.engine.runner import Runner, RunPlan  # the runner imports Playwright: only when a run is due
 
     bench = target.bench
@@ -154,11 +158,11 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
         shutil.rmtree(folder)
     run = RunConfig(id=folder.name, benchmark=str(bench.root), agent=AgentConfig(driver=ORACLE))
     config = Config(runs=[run], compaction=compaction, results_dir=str(results_dir.resolve()))
-    persona = PersonaConfig(kind="scripted", max_steps=step_budget(bench))
+    persona = persona or PersonaConfig(kind="scripted", max_steps=step_budget(bench), budget_tokens=None)
     plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder,
                    judge=JudgeConfig(kind="rules"))  # as a real run is graded: the persona sees no answers
     # Its report.md entry goes to the dry folder, never to the real report.md; its pages join the folder's.
-    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore,
+    await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore, progress=progress,
                  entries_dir=folder).run_one(plan, None)
     state = RunStore(folder).load()
     assert state is not None
@@ -177,6 +181,22 @@ def _failures(bench: Benchmark, state: RunState) -> list[str]:
     low = [e for e in state.evaluations if e.score < 10]
     if low:
         out.append(f"{len(low)} check(s) scored below 10 against an agent that knows every answer")
+    if untold := _asked_before_told(bench, state):
+        out.append(f"{len(untold)} check(s) asked before the fact they test was told: {', '.join(untold[:20])}"
+                   + (" …" if len(untold) > 20 else "") + " (the oracle knows every answer; a real agent cannot; "
+                   "`mmb validate` lists each check's facts)")
+    return out
+
+
+def _asked_before_told(bench: Benchmark, state: RunState) -> list[str]:
+    """Checks whose facts (stated, or the best inferred one) the persona had not told when it graded them."""
+    links = link_checks(bench)
+    out = []
+    for e in state.evaluations:
+        for link in links[e.check_id].primary:
+            fact = state.facts[link.file].get(link.fact_id) if link.file in state.facts else None
+            if fact is None or fact.told_turn is None or fact.told_turn > e.turn:
+                out.append(f"{e.check_id} ({link.file} {link.fact_id})")
     return out
 
 

@@ -1,25 +1,29 @@
 """The persona as an LLM behind any OpenAI-compatible chat-completions endpoint.
 
-Transient failures (429, 408, 409, 5xx, timeouts, dropped connections, a body that is not a chat
-completion) are retried with exponential backoff and jitter, honouring Retry-After; anything else
-stops the run with the endpoint's own message. The key is read from the environment variable named
-in config and never stored or logged: error texts are scrubbed of it, since some servers echo it.
-`openai` is imported only when an LLM persona is used (it takes seconds to import).
+Retries and timeouts are the `openai` client's own (`max_retries`, `timeout`): it retries 408, 409,
+429, 5xx, timeouts and dropped connections with its backoff and honours Retry-After up to 120 s. A
+200 whose body is not a chat completion (a proxy's page, junk) is turned into a dropped connection
+so the client retries it too. Every attempt is watched through the HTTP client's event hooks, so
+each retry and its cause reach the run's usage and the report. What the client gives up on stops
+the run with the endpoint's own message (resumable).
+
+The key is read from the environment variable named in config and never stored or logged: error
+texts are scrubbed of it, since some servers echo it. `openai` is imported only when an LLM persona
+is used (it takes seconds to import).
 """
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 import json
 import logging
 import os
-import random
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.model import ModelTurn
+from persona.engine.tools import plain_specs
 from persona.errors import RunError
 from persona.secrets import redact, register_secret
 from persona.state import ToolCall
@@ -30,11 +34,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-RETRIED_STATUSES = {408, 409, 429}  # and every 5xx: what OpenAI's own client retries
-
-
-class MalformedResponse(Exception):
-    """The endpoint answered 200 with something that is not a chat completion (a proxy page, junk)."""
+PLAIN_SCHEMA_HOSTS = ("generativelanguage.googleapis.com",)  # Gemini's endpoint refuses strict-mode keywords
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, llama.cpp; vLLM, OpenRouter
+REASONING_QUIRK = "reasoning fields in responses (never typed, never sent back)"
+OBJECT_ARGUMENTS = "tool-call arguments sent as an object, not a JSON string"
+JUNK = "200 with a body that is not a chat completion"
+NO_RESPONSE = "no response (timeout or dropped connection)"
 
 
 def is_loopback(url: str | None) -> bool:
@@ -51,102 +56,158 @@ def api_key(cfg: PersonaConfig | JudgeConfig, role: str = "persona") -> str:
     raise RunError(f"the {role} model needs an API key: set the environment variable {cfg.api_key_env}")
 
 
-def backoff_seconds(attempt: int, retry_after: float | None = None, cap: float = 60.0) -> float:
-    if retry_after is not None:
-        return min(retry_after, cap)
-    return min(cap, 2.0**attempt) * (0.5 + random.random() / 2)
+def strict_schemas(cfg: PersonaConfig) -> bool:
+    if cfg.tool_schema != "auto":
+        return cfg.tool_schema == "strict"
+    host = urlparse(cfg.base_url or "").hostname or ""
+    return not host.endswith(PLAIN_SCHEMA_HOSTS)
 
 
-def _retry_after(error: Exception) -> float | None:
-    response = getattr(error, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
+class Attempts:
+    """Every HTTP attempt of the current request, seen from the client's event hooks."""
+
+    def __init__(self, role: str = "persona") -> None:
+        self.role = role
+        self.sent = 0
+        self.failures: list[str] = []  # why an attempt did not give a chat completion, where a response said
+        self.http: Any = None  # the httpx module the openai client uses (httpx, or httpx2 in newer releases)
+
+    def start(self) -> None:
+        self.sent, self.failures = 0, []
+
+    async def on_request(self, request: Any) -> None:
+        self.sent += 1
+
+    async def on_response(self, response: Any) -> None:
+        await response.aread()
+        if response.status_code >= 400:
+            self._failed(f"HTTP {response.status_code}", response.text)
+            return
+        if not _is_completion(response.content):
+            self._failed(JUNK, response.text)
+            await response.aclose()
+            raise self.http.RemoteProtocolError(f"{JUNK}: {response.content[:120]!r}", request=response.request)
+
+    def _failed(self, cause: str, body: str) -> None:
+        self.failures.append(cause)
+        log.warning("%s model: %s: %s; retrying if the client has retries left", self.role, cause, redact(body[:300]))
+
+    def retry_causes(self) -> list[str]:
+        """One cause per retry: the failed responses, and for attempts that got none, a timeout or a drop."""
+        retries = max(self.sent - 1, 0)
+        causes = self.failures[:retries]
+        return causes + [NO_RESPONSE] * (retries - len(causes))
+
+
+def _is_completion(body: bytes) -> bool:
     try:
-        return max(0.0, float(value)) if value else None
+        data = json.loads(body)
     except ValueError:
-        return None
+        return False
+    return isinstance(data, dict) and isinstance(data.get("choices"), list)
 
 
-def is_transient(error: Exception) -> bool:
-    import openai
-
-    if isinstance(error, (openai.APIConnectionError, MalformedResponse, json.JSONDecodeError)):
-        return True  # APIConnectionError covers timeouts and dropped connections
-    if isinstance(error, openai.APIStatusError):
-        return error.status_code in RETRIED_STATUSES or error.status_code >= 500
-    return False
+def _http_module(client_class: type) -> Any:
+    base = next(c for c in client_class.__mro__ if c.__name__ == "AsyncClient")
+    return importlib.import_module(base.__module__.split(".")[0])
 
 
 class OpenAIPersona:
     """The persona's model client; the judge uses it too (`role` names which one an error is about)."""
 
-    def __init__(self, cfg: PersonaConfig, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 role: str = "persona"):
+    def __init__(self, cfg: PersonaConfig, *, role: str = "persona"):
         import openai
 
         self.cfg = cfg
         self.label = cfg.model
         self.role = role
-        self._sleep = sleep
-        self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg, role), max_retries=0,
-                                         timeout=cfg.timeout_s)
+        self.attempts = Attempts(role)
+        http_client = openai.DefaultAsyncHttpxClient(
+            event_hooks={"request": [self.attempts.on_request], "response": [self.attempts.on_response]})
+        self.attempts.http = _http_module(type(http_client))
+        self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg, role), max_retries=cfg.max_retries,
+                                         timeout=cfg.timeout_s, http_client=http_client)
+        self.strict = strict_schemas(cfg)
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
         import openai
 
-        for attempt in range(self.cfg.max_retries + 1):
-            try:
-                response = await self.client.chat.completions.create(
-                    model=self.cfg.model, messages=messages, tools=tools, temperature=self.cfg.temperature)
-                return self._turn(response)
-            except Exception as e:
-                if not is_transient(e):
-                    if isinstance(e, openai.APIStatusError):
-                        raise RunError(f"{self.role} model refused the request: {_describe(e)}{_hint(e, self.role)}") from None
-                    raise
-                if attempt == self.cfg.max_retries:
-                    raise RunError(f"{self.role} model failed {attempt + 1} times, last: {_describe(e)}") from None
-                wait = backoff_seconds(attempt, _retry_after(e))
-                log.warning("%s model: %s; retrying in %.1f s", self.role, _describe(e), wait)
-                await self._sleep(wait)
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    def _turn(response: Any) -> ModelTurn:
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list):
-            raise MalformedResponse(f"not a chat completion: {str(response)[:120]!r}")
-        if not choices:
-            return ModelTurn(content=None)
-        message = choices[0].message
-        if message is None:
-            raise MalformedResponse("a choice without a message")
-        calls = []
-        for i, c in enumerate(message.tool_calls or []):
-            fn = getattr(c, "function", None)  # custom tool calls have none: the loop reports the name as unknown
-            calls.append(ToolCall(id=getattr(c, "id", None) or f"call_{i}", name=(fn.name if fn else None) or "",
-                                  arguments=(fn.arguments if fn else None) or "{}"))
-        content = message.content if isinstance(message.content, str) else None
-        usage = getattr(response, "usage", None)
-        return ModelTurn(
-            content=content, tool_calls=calls,
-            prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
-            completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
-        )
+        self.attempts.start()
+        try:
+            # The messages ride in extra_body: the client's typed transform of a long history costs about
+            # 0.3 ms per message per request (a quarter second at 700 messages), and they are plain JSON.
+            response = await self.client.chat.completions.create(
+                model=self.cfg.model, messages=[], extra_body={"messages": messages},
+                tools=tools if self.strict else plain_specs(tools), temperature=self.cfg.temperature)
+        except openai.APIStatusError as e:
+            if self.attempts.sent > 1 or e.status_code >= 500:
+                raise RunError(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}") from None
+            raise RunError(f"{self.role} model refused the request: {_describe(e)}{_hint(e, self.role)}") from None
+        except openai.APIConnectionError as e:  # timeouts too
+            raise RunError(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}") from None
+        turn = parse_turn(response)
+        turn.retries = self.attempts.retry_causes()
+        return turn
 
     async def aclose(self) -> None:
         await self.client.close()
 
 
+def parse_turn(response: Any) -> ModelTurn:
+    """The first choice as a ModelTurn: its text, its calls as written (with any provider fields to
+    replay), usage with cached tokens; reasoning fields are noted and left out."""
+    if not response.choices:
+        return ModelTurn(content=None)
+    message = response.choices[0].message
+    quirks = [REASONING_QUIRK] if any(_extra(message).get(f) for f in REASONING_FIELDS) else []
+    calls = []
+    for c in message.tool_calls or []:
+        fn = getattr(c, "function", None)  # custom tool calls have none: the call gets an error back
+        arguments = getattr(fn, "arguments", None) if fn else None
+        if arguments is not None and not isinstance(arguments, str):
+            quirks.append(OBJECT_ARGUMENTS)  # llama.cpp --tool-args-object, Ollama's native shape
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        extra = {k: v for k, v in _extra(c).items() if k not in ("id", "type", "function", "index")}
+        calls.append(ToolCall(id=getattr(c, "id", None) or "", name=(getattr(fn, "name", None) or "") if fn else "",
+                              arguments=arguments or "{}", extra=extra))
+    usage = getattr(response, "usage", None)
+    return ModelTurn(
+        content=message.content if isinstance(message.content, str) else None, tool_calls=calls,
+        prompt_tokens=getattr(usage, "prompt_tokens", None), completion_tokens=getattr(usage, "completion_tokens", None),
+        cached_tokens=_cached_tokens(usage), quirks=quirks)
+
+
+def _extra(obj: Any) -> dict[str, Any]:
+    """Fields a response had beyond the openai library's model of it."""
+    return getattr(obj, "model_extra", None) or {}
+
+
+def _cached_tokens(usage: Any) -> int | None:
+    if usage is None:
+        return None
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None:
+        cached = _extra(usage).get("prompt_cache_hit_tokens")  # DeepSeek's own field
+    return cached if isinstance(cached, int) else None
+
+
 def _describe(error: Exception) -> str:
     status = getattr(error, "status_code", None)
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    if isinstance(error, json.JSONDecodeError):
-        text = f"the response body is not JSON ({text})"
+    body = getattr(error, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], dict):  # Gemini: [{"error": {...}}]
+        text = str((body[0].get("error") or body[0]).get("message") or body[0])
+    cause = error.__cause__ or error.__context__
+    if cause is not None and not status and str(cause):
+        text = f"{text} ({str(cause).splitlines()[0]})"
     text = redact(text[:500])
     return f"HTTP {status}: {text}" if status else f"{type(error).__name__}: {text}"
 
 
 def _hint(error: openai.APIStatusError, role: str = "persona") -> str:
+    if error.status_code == 429:
+        return " (the endpoint asked to wait longer than the client's 120 s; run again later)"
     if error.status_code in (401, 403):
         return f" (check the key in the environment variable named by {role}.api_key_env)"
     if error.status_code == 404:

@@ -1,47 +1,56 @@
-"""The persona loop: ask the persona model for its next turn, run its tools or send its message, repeat.
+"""The persona loop: ask the persona model for its next turn, send its text, run its tools, repeat.
+
+A turn may hold text for the agent and tool calls together. The text (reasoning taken out) is sent
+first and the calls run after it, so a call that marks facts told sees them told; the agent's reply
+joins the history after the calls' results. Nothing counts as said that the agent did not receive,
+and nothing the model meant to say is dropped.
 
 Every change is saved before the next side effect, so a restart picks up exactly where the run
-stopped: tool calls without results are run, a message on its way is finished, nothing is redone.
+stopped: a message on its way is finished, tool calls without results are run, a reply held for
+after them is delivered, nothing is redone.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import re
 import time
 from collections.abc import Callable
 
 from drivers.base import ChatDriver, Reply
 from persona.benchmark.loader import Benchmark
-from persona.config import CompactionConfig
+from persona.config import CompactionConfig, PersonaConfig
 from persona.crashpoints import crash_point
 from persona.engine.channel import AgentChannel
-from persona.engine.compaction import cut_index
+from persona.engine.compaction import CompactionError, Limits, plan_cut
+from persona.engine.intake import outgoing_text, repair_history, take_calls
 from persona.engine.judge import Judge
 from persona.engine.model import ModelTurn, PersonaModel
 from persona.engine.replies import wrap_reply
 from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
-from persona.engine.tools import TOOL_SPECS, ToolBox, is_error
-from persona.errors import RunError
-from persona.state import PersonaCompaction, PersonaMessage, RunState, RunStore, ToolCall
+from persona.engine.tools import ERROR_PREFIX, TOOL_SPECS, ToolBox, is_error
+from persona.errors import BudgetError, RunError, StalledError
+from persona.report.cost import PriceTable
+from persona.state import PersonaCompaction, PersonaMessage, RunState, RunStore
 from persona.tokens import MESSAGE_OVERHEAD, TokenCounter
 
 log = logging.getLogger(__name__)
 
 EMPTY_TURN_NUDGE = "(Your last turn was empty. Write your next message to the agent, or call a tool.)"
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
-def clean_outgoing(text: str) -> str:
-    """What the persona wrote, minus leaked reasoning."""
-    return _THINK.sub("", text).strip()
+def message_tokens(counter: TokenCounter, message: PersonaMessage) -> int:
+    """What the message adds to a request, every string sent counted (ids too: they are many)."""
+    texts = [message.role, message.content, message.tool_call_id]
+    texts += [t for c in message.tool_calls for t in (c.id, c.name, c.arguments)]
+    return MESSAGE_OVERHEAD + sum(counter.count(t) for t in texts)
 
 
 class PersonaLoop:
     def __init__(self, *, bench: Benchmark, state: RunState, store: RunStore, model: PersonaModel,
-                 driver: ChatDriver, counter: TokenCounter, compaction: CompactionConfig, max_steps: int,
-                 max_failed_turns: int = 8, on_change: Callable[[RunState], None] | None = None,
-                 judge: Judge | None = None):
+                 driver: ChatDriver, counter: TokenCounter, compaction: CompactionConfig,
+                 persona: PersonaConfig | None = None, prices: PriceTable | None = None,
+                 on_change: Callable[[RunState], None] | None = None, judge: Judge | None = None):
         self.bench = bench
         self.state = state
         self.store = store
@@ -49,29 +58,29 @@ class PersonaLoop:
         self.channel = AgentChannel(driver, state, store, self.save)
         self.counter = counter
         self.compaction = compaction
-        self.max_steps = max_steps
-        self.max_failed_turns = max_failed_turns
+        self.persona = persona or PersonaConfig()
+        self.prices = prices or PriceTable()  # budget_usd: the persona model's price, shipped or configured
         self.on_change = on_change
-        self.scenario = Scenario(bench, state, self.channel.new_session, judged=judge is not None)
+        self.judged = judge is not None  # a judge grades: the persona never sees an expected answer
+        self.scenario = Scenario(bench, state, self.channel.new_session, judged=self.judged)
         self.tools = ToolBox(bench, state, self.scenario, judge=judge, exchanges=store.transcript)
-        self.system = system_prompt(bench, judged=judge is not None)
-        self.system_tokens = counter.count(self.system) + MESSAGE_OVERHEAD
+        self.system = system_prompt(bench, judged=self.judged)
+        self.fixed_tokens = counter.count(self.system) + MESSAGE_OVERHEAD + counter.count(json.dumps(TOOL_SPECS))
         self._clock = time.monotonic()
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
+        self._scale = 1.0  # the endpoint's prompt tokens per token we count (its tokenizer may count more)
 
     async def run(self) -> None:
+        self._check_room()
         self.state.failed_turns = 0  # a rerun is someone's decision to give the model another go
+        for change in repair_history(self.state):
+            self.state.log.append(f"resume: {change}"[:500])
         await self.channel.open()
         if not self.state.messages:
             await self._begin()
         await self._finish_interrupted_step()
         while not self.state.finished:
-            if self.state.steps >= self.max_steps:
-                raise RunError(f"stopped after {self.state.steps} persona steps (persona.max_steps); the persona "
-                               f"seems stuck in phase {self.state.phase + 1}")
-            if self.state.failed_turns >= self.max_failed_turns:
-                raise RunError(f"the persona model made {self.state.failed_turns} turns in a row that did nothing "
-                               f"(persona.max_failed_turns); last: {self._last_failure()}")
+            self._check_bounds()
             await self._step()
 
     def save(self) -> None:
@@ -82,6 +91,41 @@ class PersonaLoop:
         if self.on_change:
             self.on_change(self.state)
 
+    # -- bounds ---------------------------------------------------------------------------------
+
+    def _check_room(self) -> None:
+        """max_tokens bounds the whole request: after a cut, trim_to_tokens of history and the fixed part
+        must fit under it, or every step would compact again."""
+        c = self.compaction
+        if self.fixed_tokens + c.trim_to_tokens >= c.max_tokens:
+            raise RunError(f"compaction.max_tokens ({c.max_tokens:,}) bounds the whole request: the system prompt and "
+                           f"tools take {self.fixed_tokens:,} tokens here, so with trim_to_tokens {c.trim_to_tokens:,} a "
+                           f"compacted history would still not fit; raise max_tokens above "
+                           f"{self.fixed_tokens + c.trim_to_tokens:,} (or lower trim_to_tokens)")
+
+    def _check_bounds(self) -> None:
+        """Stop before a call the run may not make; each limit, raised, lets a rerun go on."""
+        state, cfg = self.state, self.persona
+        if state.steps >= cfg.max_steps:
+            raise RunError(f"stopped after {state.steps} persona steps (persona.max_steps); the persona "
+                           f"seems stuck in phase {state.phase + 1}")
+        if state.failed_turns >= cfg.max_failed_turns:
+            raise RunError(f"the persona model made {state.failed_turns} turns in a row that did nothing "
+                           f"(persona.max_failed_turns); last: {self._last_failure()}")
+        if state.calls_since_progress >= cfg.stall_calls:
+            raise StalledError(
+                f"no progress in {state.calls_since_progress} persona calls (no fact told or changed, no check graded, "
+                f"no phase entered; persona.stall_calls is {cfg.stall_calls}) in phase {state.phase + 1}: "
+                f"{self.scenario.phase.title}. Raise persona.stall_calls and run again to go on")
+        used = state.usage.total_tokens
+        if cfg.budget_tokens is not None and used >= cfg.budget_tokens:
+            raise BudgetError(f"persona budget spent: {used:,} tokens of persona.budget_tokens {cfg.budget_tokens:,}. "
+                              f"Raise it and run again to go on")
+        cost = self.prices.run_cost(state) if cfg.budget_usd is not None else None
+        if cost is not None and cost.usd is not None and cost.usd >= cfg.budget_usd:  # a model without a price: no limit
+            raise BudgetError(f"persona budget spent: ${cost.usd:.2f} of persona.budget_usd ${cfg.budget_usd:.2f} at "
+                              f"{cost.rates()}. Raise it and run again to go on")
+
     # -- steps ----------------------------------------------------------------------------------
 
     async def _begin(self) -> None:
@@ -90,68 +134,80 @@ class PersonaLoop:
         self.save()
 
     async def _finish_interrupted_step(self) -> None:
-        """After a restart: finish a message in flight, or run tool calls that have no result yet."""
-        if self.state.pending is not None:
-            text = self.state.pending.text
-            self._record_reply(text, await self.channel.resume_pending())
-            return
+        """After a restart: finish a message in flight, run tool calls that have no result yet, deliver
+        a reply held for after them."""
         last_turn = next((m for m in reversed(self.state.messages) if m.role == "assistant"), None)
+        if self.state.pending is not None and last_turn is not None:
+            text = self.state.pending.text
+            self._take_reply(last_turn, text, await self.channel.resume_pending())
         if last_turn is not None and last_turn.tool_calls:
             await self._run_tools(last_turn)  # runs only the calls that have no result yet
 
     async def _step(self) -> None:
         self._maybe_compact()
-        messages = [{"role": "system", "content": self.system}] + [m.to_api() for m in self.state.messages]
-        turn = await self.model.complete(messages, TOOL_SPECS)
+        counted = self._context_tokens()
+        turn = await self.model.complete(self._request(), TOOL_SPECS)
         crash_point("model.answered")
         self.state.steps += 1
-        self._account(turn)
-        if turn.tool_calls:
-            message = PersonaMessage(role="assistant", content=turn.content, tool_calls=self._unique_ids(turn.tool_calls))
-            self._append(message)
-            self.save()
-            await self._run_tools(message)
-            return
-        text = clean_outgoing(turn.content or "")
-        if not text:
+        self.state.calls_since_progress += 1
+        self._account(turn, counted)
+        text = outgoing_text(self.state, turn.content)
+        calls = take_calls(self.state, turn.tool_calls, self.state.steps)
+        if not text and not calls:
             self.state.failed_turns += 1
             self._append(PersonaMessage(role="user", content=EMPTY_TURN_NUDGE))
             self.save()
             return
-        self._append(PersonaMessage(role="assistant", content=text))
-        reply = await self.channel.say(text)  # saves the message with its pending send first
-        self._record_reply(text, reply)
+        message = PersonaMessage(role="assistant", content=text or None, tool_calls=calls, step=self.state.steps,
+                                 raw_content=turn.content if text != (turn.content or "").strip() else None)
+        self._append(message)
+        if text:
+            self._take_reply(message, text, await self.channel.say(text))  # say() saves the message, pending, first
+        else:
+            self.save()
+        if calls:
+            await self._run_tools(message)
 
-    def _unique_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
-        """Results are matched to calls by id, so ids must be unique in the context; some servers repeat
-        them (llama.cpp's "call_0" every turn) or send none, and our own may collide across restarts."""
-        used = {c.id for m in self.state.messages for c in m.tool_calls}
-        out = []
-        for i, call in enumerate(calls):
-            if not call.id or call.id in used:
-                call = call.model_copy(update={"id": f"mmb_{self.state.steps}_{i}"})
-            used.add(call.id)
-            out.append(call)
-        return out
+    def _request(self) -> list[dict]:
+        return [{"role": "system", "content": self.system}] + [m.to_api() for m in self.state.messages]
+
+    def _take_reply(self, message: PersonaMessage, text: str, reply: Reply) -> None:
+        """Record the agent's reply; beside tool calls it waits until their results are in."""
+        self.state.failed_turns = 0
+        self.channel.record(text, reply)
+        if message.tool_calls:
+            self.state.held_reply = wrap_reply(reply.text)
+        else:
+            self._append(PersonaMessage(role="user", content=wrap_reply(reply.text)))
+        self.save()
 
     async def _run_tools(self, message: PersonaMessage) -> None:
-        """Run the calls that have no result yet; each result is saved together with what its tool changed."""
-        wanted = {c.id for c in message.tool_calls}
-        results = {m.tool_call_id: m.content or "" for m in self.state.messages
-                   if m.role == "tool" and m.tool_call_id in wanted}
+        """Run the calls that have no result yet (results follow their call message, in order), each
+        saved with what its tool changed; then hand over a reply held for after them."""
+        at = next(i for i in range(len(self.state.messages) - 1, -1, -1) if self.state.messages[i] is message)
+        results = {m.tool_call_id: m.content or "" for m in self.state.messages[at + 1:] if m.role == "tool"}
         for call in message.tool_calls:
             if call.id in results:
                 continue
-            phase_before = self.state.phase
-            result = await self.tools.call(call.name, call.arguments)
+            phase_before, progress_before = self.state.phase, self.state.progress_mark()
+            if call.problem:
+                result = ERROR_PREFIX + call.problem
+            else:
+                result = await self.tools.call(call.name, call.arguments, step=-1 if message.step is None else message.step,
+                                               decided_at=self.state.turn - (1 if message.content else 0))
             crash_point("tool.ran")
-            entered = self.state.phase != phase_before
-            if entered:
+            if self.state.phase != phase_before:
                 message.starts_phase = True  # compaction may cut right before the call that began the phase
+            if self.state.progress_mark() != progress_before:
+                self.state.calls_since_progress = 0
             results[call.id] = result
-            if call is message.tool_calls[-1]:
+            if call is message.tool_calls[-1] and not message.content:
                 self._count_failure(all(is_error(r) for r in results.values()))
             self._append(PersonaMessage(role="tool", content=result, tool_call_id=call.id))
+            self.save()
+        if self.state.held_reply is not None:
+            self._append(PersonaMessage(role="user", content=self.state.held_reply))
+            self.state.held_reply = None
             self.save()
 
     def _count_failure(self, failed: bool) -> None:
@@ -163,49 +219,65 @@ class PersonaLoop:
             return "an empty turn (no text, no tool call)"
         return (last.content or "")[:300]
 
-    def _record_reply(self, text: str, reply: Reply) -> None:
-        self.state.failed_turns = 0
-        self.channel.record(text, reply)
-        self._append(PersonaMessage(role="user", content=wrap_reply(reply.text)))
-        self.save()
-
     # -- bookkeeping ------------------------------------------------------------------------------
 
     def _append(self, message: PersonaMessage) -> None:
         message.phase = self.state.phase
-        message.tokens = MESSAGE_OVERHEAD + self.counter.count(message.content) + sum(
-            self.counter.count(c.name) + self.counter.count(c.arguments) for c in message.tool_calls)
+        message.tokens = message_tokens(self.counter, message)
         self.state.messages.append(message)
 
     def _context_tokens(self) -> int:
-        """Summed incrementally: a step costs the same at message 5000 as at message 50."""
+        """The whole request: summed incrementally, a step costs the same at message 5000 as at message 50."""
         n, total = self._counted
         if n > len(self.state.messages):  # the list was cut by someone else: count afresh
             n, total = 0, 0
         total += sum(m.tokens for m in self.state.messages[n:])
         self._counted = (len(self.state.messages), total)
-        return self.system_tokens + total
+        return self.fixed_tokens + total
 
-    def _account(self, turn: ModelTurn) -> None:
-        prompt = turn.prompt_tokens if turn.prompt_tokens is not None else self._context_tokens()
-        completion = turn.completion_tokens
+    def _account(self, turn: ModelTurn, counted: int) -> None:
+        """Add the turn's usage (ours where it reported none); `counted` is our count of its request."""
+        usage, phase = self.state.usage, self.state.phase
+        prompt, completion = turn.prompt_tokens, turn.completion_tokens
+        ours = prompt is None or completion is None
+        if prompt is None:
+            prompt = counted
+        elif counted:
+            self._scale = max(1.0, prompt / counted)
         if completion is None:
             completion = self.counter.count(turn.content) + sum(self.counter.count(c.arguments) for c in turn.tool_calls)
-        self.state.usage.add(self.state.phase, prompt, completion)
+        usage.record(phase, prompt, completion, cached=turn.cached_tokens, counted=ours, retries=turn.retries)
+        for quirk in turn.quirks:
+            self.state.note_quirk(quirk)
 
     def _maybe_compact(self) -> None:
+        """Cut the history when the request reaches max_tokens, as the endpoint counts it: our tiktoken count,
+        scaled by how much more its last reported prompt was."""
         before = self._context_tokens()
-        cut = cut_index(self.state.messages, before, self.compaction.max_tokens, self.compaction.trim_to_tokens)
+        ceiling = int(self.compaction.max_tokens / self._scale)
+        if before < ceiling:
+            return
+        limits = Limits(ceiling, int(self.compaction.trim_to_tokens / self._scale), self.fixed_tokens,
+                        self._note_tokens(False), self._note_tokens(True))
+        try:
+            cut = plan_cut(self.state.messages, limits)
+        except CompactionError as e:
+            scaled = f" (counted as the endpoint counts: {self._scale:.2f}x our tiktoken count)" if self._scale > 1 else ""
+            raise RunError(f"{e}{scaled}") from None
         if cut is None:
             return
-        kept = self.state.messages[cut:]
+        kept = self.state.messages[cut.index:]
         self.state.messages = []
         self._counted = (0, 0)
-        self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state)))
+        self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state, cut.in_phase, self.judged)))
         self.state.messages += kept
         after = self._context_tokens()
         self.state.persona_compactions.append(PersonaCompaction(
-            at_message=self.state.steps, tokens_before=before, tokens_after=after, dropped_messages=cut,
-            phase=self.state.phase))
-        log.info("persona context compacted: %d -> %d tokens, %d messages dropped", before, after, cut)
+            at_message=self.state.steps, tokens_before=round(before * self._scale), tokens_after=round(after * self._scale),
+            dropped_messages=cut.index, phase=self.state.phase, in_phase=cut.in_phase))
+        log.info("persona context compacted%s: %d -> %d tokens, %d messages dropped",
+                 " inside the phase" if cut.in_phase else "", before, after, cut.index)
         self.save()
+
+    def _note_tokens(self, in_phase: bool) -> int:
+        return MESSAGE_OVERHEAD + self.counter.count(compaction_note(self.bench, self.state, in_phase, self.judged))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from drivers.base import ChatDriver, OnSent, Reply, SessionInfo
+from drivers.base import ChatBefore, ChatDriver, Presence, Reply, SendJournal, SessionInfo
 from persona.benchmark.grading import says_unknown
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Category
@@ -33,10 +33,12 @@ class OracleDriver(ChatDriver):
             self._sessions.append([])
         return SessionInfo(url=session_url or f"oracle:{session_index}")
 
-    async def send(self, text: str, on_sent: OnSent | None = None) -> Reply:
+    async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
+        if journal:
+            await journal.submitting()
         self._sessions[-1].append(text)
-        if on_sent:
-            await on_sent()
+        if journal:
+            await journal.shown()
         if self._delay:
             await asyncio.sleep(self._delay)
         return Reply(bubbles=[self._answer(text)], signal="in-process")
@@ -49,11 +51,8 @@ class OracleDriver(ChatDriver):
             return self._unknown
         return check.answer.replace(";", ",")
 
-    async def user_message_count(self) -> int | None:
-        return None  # nothing survives a restart in-process: a pending message is sent again
-
-    async def recover(self, text: str, user_messages_before: int | None) -> Reply | None:
-        return None
+    async def find_sent(self, text: str, before: ChatBefore | None) -> Presence:
+        return Presence("absent", "the in-process oracle starts empty after a restart: it never got the message")
 
     async def new_session(self) -> SessionInfo:
         self._sessions.append([])

@@ -19,8 +19,8 @@ from persona.engine.provenance import endpoint_host
 from persona.errors import RunError
 from persona.report.agreement import Agreement, Pair, agreement
 from persona.report.gradings import GradingSet, check_name, load_set, save_new, shown_with
-from persona.report.markdown import append_entry, render_entry
-from persona.report.publish import benchmark_at, read_run
+from persona.report.markdown import append_entry_once
+from persona.report.publish import benchmark_at, read_run, run_autopsy
 from persona.state import Evaluation, RunState
 
 Echo = Callable[[str], None]
@@ -68,7 +68,8 @@ async def regrade_run(folder: Path, judge_cfg: JudgeConfig, name: str, echo: Ech
     if bench is None:
         echo(f"the benchmark {state.benchmark} does not load here: no report.md entry for the new set")
         return gset, state.judge, None
-    return gset, state.judge, append_entry(folder.parent, render_entry(bench, shown_with(state, gset)))
+    path, _ = append_entry_once(folder.parent, bench, shown_with(state, gset), autopsy=run_autopsy(folder, state, bench))
+    return gset, state.judge, path
 
 
 async def regrade(folder: Path, judge_cfg: JudgeConfig, name: str, host: str | None, echo: Echo = print) -> GradingSet:
@@ -84,7 +85,7 @@ async def regrade(folder: Path, judge_cfg: JudgeConfig, name: str, host: str | N
         for i, e in enumerate(evaluations, 1):
             judged = await judge.grade(check_of(e), e.agent_turns)
             gset.grades[e.check_id] = judged.grade
-            gset.usage.add(e.phase, judged.prompt_tokens, judged.completion_tokens, judged.calls)
+            gset.usage.merge(judged.usage, e.phase)
             gset.notes += [f"{e.check_id}: {note}"[:300] for note in judged.notes]
             echo(f"  {i}/{len(evaluations)} {e.check_id}: {e.score:g} -> {judged.grade.score:g}")
     finally:

@@ -22,21 +22,25 @@ from drivers.profile import Profile
 from drivers.registry import build_profile, needs_browser
 from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
+from drivers.url_secrets import ChatUrl
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, JudgeConfig, PersonaConfig, RunConfig
-from persona.engine.judge import make_judge
+from persona.crashpoints import crash_point
+from persona.engine.judge import Judge, make_judge, memory_judge
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
+from persona.engine.memory import judge_paraphrases, watch_memory
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
+from persona.engine.preflight import Preflight, judge_preflight, preflight
 from persona.engine.provenance import check_benchmark, make_provenance, record
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.cost import PriceTable, money
-from persona.report.markdown import append_entry, mean, render_entry
+from persona.report.markdown import append_entry_once, mean
 from persona.report.progress import Progress, QuietProgress
-from persona.report.publish import publish_run
-from persona.secrets import RedactingFilter, known_secrets, redact
+from persona.report.publish import publish_run, run_autopsy
+from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
 from persona.state import Provenance, RunState, RunStore
 from persona.tokens import TokenCounter
 
@@ -97,6 +101,11 @@ def plan_runs(config: Config, only: list[str] | None = None, repeat: int | None 
             continue
         if profile is not None and run.agent.driver != "demo" and not (run.agent.url or profile.url):
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: agent.url is required for driver {run.agent.driver!r}"))
+        elif profile is not None and (url := run.agent.url or profile.url):
+            try:
+                ChatUrl(url)
+            except ValueError as e:
+                problems.append(config.problem(("runs", i, "agent", "url"), f"run {run.id}: {e}"))
         login = None
         if run.agent.auth:
             try:
@@ -199,14 +208,19 @@ class Runner:
         try:
             try:
                 state = store.load() or new_state(plan)
-                if state.status == "finished":
-                    self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
-                    return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
-                _check_resumable(plan.bench, state)
                 provenance = _provenance(plan)
-                check_benchmark(state, provenance, self.accept_benchmark_change)
+                if state.status != "finished":  # a finished run is only reported, whatever changed since
+                    _check_resumable(plan.bench, state)
+                    check_benchmark(state, provenance, self.accept_benchmark_change)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
+            if state.ends > state.reported_ends:  # killed at its last end, before every output was written
+                path, pages = await self._report(plan, store, state)
+                self.print(f"[{plan.run.id}] wrote what its last end ({state.status}) had left unwritten: "
+                           f"report: {path}" + (f", {pages[0]}" if pages else ""))
+            if state.status == "finished":
+                self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
+                return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
             resumed = bool(state.messages)
             state.phase_count, state.checks_planned = len(plan.bench.phases), len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
@@ -231,37 +245,41 @@ class Runner:
         failed = True
         driver: ChatDriver | None = None
         try:
+            await self._preflight(plan, state)
             async with agent_url(plan) as url:
-                driver = await self._driver(plan, browser, url, on_event=lambda text: _note(state, text))
+                driver = watch_memory(await self._driver(plan, browser, url, on_event=lambda text: _note(state, text)),
+                                      plan.run.agent.memory, self.config.base_dir, plan.folder, state)
                 provenance.browser = browser.version if browser is not None and plan.profile is not None else None
                 record(state, provenance)
                 store.save(state)
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    max_steps=plan.persona.max_steps, max_failed_turns=plan.persona.max_failed_turns,
-                    on_change=self.progress.update, judge=judge)
+                    persona=plan.persona, prices=self.prices, on_change=self.progress.update, judge=judge)
                 await loop.run()
                 state.status, failed = "finished", False
+                if judge is not None and plan.run.agent.memory is not None:
+                    await self._judge_memory(plan, state, judge)
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
-        except (RunError, DriverError, BrowserStartError) as e:
+        except RunError as e:  # stalled and budget stops say so in the status
+            state.status, state.error = e.status, redact(str(e))  # type: ignore[assignment]
+        except (DriverError, BrowserStartError) as e:
             state.status, state.error = "failed", redact(str(e))
         except Exception as e:  # a bug of ours: record it, keep the state resumable
             log.exception("run %s crashed", plan.run.id)
             state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
         finally:
+            state.ends += 1
             store.save(state)
+            crash_point("run.ended")
             await self._close(driver, failed)
             await model.aclose()
             if judge is not None:
                 await judge.aclose()
-            path = append_entry(self.entries_dir, render_entry(plan.bench, state, self.prices))
             self.progress.end(state)
-            pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
-                publish_run, plan.folder, state, plan.bench, self.config.results_path(),
-                TokenCounter(self.config.compaction.encoding), self.prices)
+            path, pages = await self._report(plan, store, state)
             avg = mean(state.evaluations)
             score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
             self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
@@ -269,6 +287,51 @@ class Runner:
                        + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
+
+    async def _report(self, plan: RunPlan, store: RunStore, state: RunState) -> tuple[Path, list[Path]]:
+        """The outputs of the run's last end, each written once: its report.md entry, report.html and the
+        leaderboard. A kill before all are written leaves `reported_ends` behind `ends`: the next start
+        of the run, or `mmb report`, completes them."""
+        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices,
+                                    run_autopsy(plan.folder, state, plan.bench))
+        crash_point("report.appended")
+        pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
+            publish_run, plan.folder, state, plan.bench, self.config.results_path(),
+            TokenCounter(self.config.compaction.encoding), self.prices)
+        if pages:  # else publish_run logged why; the next start tries again
+            state.reported_ends = state.ends
+            store.save(state)
+        return path, pages
+
+    async def _judge_memory(self, plan: RunPlan, state: RunState, judge: Judge) -> None:
+        """At a finished run's end, the judge reads the memory snapshot of each check the autopsy's matcher
+        found nowhere (`never stored`): a paraphrase it finds goes to memory/judged.json, which the report's
+        autopsy reads. Its calls count as the judge's; a failure is logged, never the run's outcome."""
+        try:
+            asked = await judge_paraphrases(plan.folder, state, plan.bench, memory_judge(judge, state), judge.label)
+        except Exception as e:
+            log.warning("the judge could not read the agent's memory for the autopsy: %s", e)
+            state.log.append(redact(f"memory autopsy: the judge failed, the matcher's classes stand: {e}")[:500])
+            return
+        if asked:
+            state.log.append(f"memory autopsy: the judge ({judge.label}) read the memory for {asked} check(s) "
+                             "the matcher found nowhere")
+
+    async def _preflight(self, plan: RunPlan, state: RunState) -> None:
+        """An LLM persona, and a judge model, show in a few cheap calls that they can play and grade, before
+        the agent sees anything (`persona.preflight: false` skips both)."""
+        if not plan.persona.preflight:
+            return
+        if plan.persona.kind == "openai":
+            self._preflighted(plan, state, await preflight(plan.persona))
+        if plan.judge is not None and plan.judge.kind == "openai":  # after a persona that passed
+            self._preflighted(plan, state, await judge_preflight(plan.judge))
+
+    def _preflighted(self, plan: RunPlan, state: RunState, report: Preflight) -> None:
+        state.log.append(f"preflight: {report.render()}"[:500])
+        self.print(f"[{plan.run.id}] {report.render()}")
+        if not report.ok:
+            raise RunError(f"{report.role} preflight failed, nothing was sent to the agent: {report.failure()}")
 
     async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
                       on_event: Callable[[str], None]) -> ChatDriver:
@@ -280,9 +343,12 @@ class Runner:
 
         async def build() -> ChatDriver:  # again when a crash took the context down
             chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
-            return PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
-                                    trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
-                                    secrets=(*chat.secrets, *known_secrets()))
+            driver = PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
+                                      trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
+                                      secrets=(*chat.secrets, *known_secrets()))
+            for value in driver.url_secrets:  # masked wherever an error or log line might still quote it
+                register_secret(value)
+            return driver
 
         return ResilientDriver(await build(), plan.run.agent.recovery, rebuild=build, on_event=on_event)
 
@@ -317,7 +383,7 @@ def _check_resumable(bench: Benchmark, state: RunState) -> None:
 
 def _note(state: RunState, text: str) -> None:
     """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
-    state.log.append(f"turn {state.turn}: {text}"[:500])
+    state.log.append(redact(f"turn {state.turn}: {text}")[:500])
 
 
 class _RunFilter(logging.Filter):

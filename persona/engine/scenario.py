@@ -52,8 +52,13 @@ def fact_file_list(bench: Benchmark, state: RunState) -> str:
     return ", ".join(f"`{f.name}` ({f.title}, {len(f.live_facts())} facts)" for f in others) or "none"
 
 
-def profile_block(bench: Benchmark, state: RunState) -> str:
-    return f"# Your profile (fact file `{bench.profile.name}`)\n\n{state.facts[bench.profile.name].render()}"
+def profile_block(bench: Benchmark, state: RunState, header: str = "# Your profile") -> str:
+    return f"{header} (fact file `{bench.profile.name}`)\n\n{state.facts[bench.profile.name].render()}"
+
+
+def live_profile_block(bench: Benchmark, state: RunState) -> str:
+    """After a change to the profile: the whole live copy, which replaces every earlier one in the context."""
+    return profile_block(bench, state, "# Your profile as it is now, replacing any earlier copy")
 
 
 def opening_message(bench: Benchmark, state: RunState, brief: str) -> str:
@@ -61,11 +66,33 @@ def opening_message(bench: Benchmark, state: RunState, brief: str) -> str:
             f"{brief}")
 
 
-def compaction_note(bench: Benchmark, state: RunState) -> str:
+DONE_CHECKS, DONE_CHANGED, DONE_ADDED = "- checks graded: ", "- facts changed: ", "- facts added: "
+
+
+def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, judged: bool = False) -> str:
+    """What the persona goes on from after a compaction; cut inside a phase, that phase's brief too
+    (without expected answers when a judge grades), and what was already done in it."""
     loaded = ", ".join(f"`{n}`" for n in state.loaded_files) or "none"
-    return (f"(Your context was compacted: older messages were dropped. Here is what you need to go on.)\n\n"
+    note = (f"(Your context was compacted: older messages were dropped. Here is what you need to go on.)\n\n"
             f"{profile_block(bench, state)}\nFact files you had loaded: {loaded}. Reload any with facts_read; "
             f"all fact files: {fact_file_list(bench, state)}.")
+    if not in_phase:
+        return note
+    return (f"{note}\n\nThe cut fell inside the current phase. Already done in it (facts_get_untold no longer "
+            f"lists facts you told):\n{_done_in_phase(bench, state)}\n\n{phase_brief(bench, bench.phases[state.phase], judged)}")
+
+
+def _done_in_phase(bench: Benchmark, state: RunState) -> str:
+    graded = [c.id for c in bench.phases[state.phase].checks if state.evaluation(c.id) is not None]
+    changed, added = [], []
+    for name, ff in state.facts.items():
+        for fact in ff.all_facts():
+            if fact.changed_turn is None or fact.changed_turn < state.phase_started_turn:
+                continue
+            original = bench.fact_files[name].get(fact.id) if name in bench.fact_files else None
+            (changed if original is not None else added).append(f"{name} {fact.id}")
+    return "\n".join(f"{label}{', '.join(items) or 'none'}" for label, items in
+                     ((DONE_CHECKS, graded), (DONE_CHANGED, changed), (DONE_ADDED, added)))
 
 
 class Scenario:
@@ -106,4 +133,5 @@ class Scenario:
             self.state.log += [f"phase {index + 1} bench.log: {line}" for line in result.logs]
         self.state.vars = vars_
         self.state.phase = index
+        self.state.phase_started_turn = self.state.turn
         return phase_brief(self.bench, phase, self.judged)

@@ -17,10 +17,10 @@ from typing import Any
 
 from persona.benchmark.facts import Fact, parse_fact_file
 from persona.benchmark.grading import Verdict, grade, says_unknown
-from persona.benchmark.phases import Category, Check, parse_directives
+from persona.benchmark.phases import Category, Check, fact_refs_at, parse_directives
 from persona.engine.model import ModelTurn
 from persona.engine.replies import is_agent_reply, unwrap_reply
-from persona.engine.scenario import PHASE_HEADER
+from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, PHASE_HEADER
 from persona.state import ToolCall
 
 SEARCH_PROMPTS = {
@@ -32,6 +32,7 @@ SEARCH_PROMPTS = {
 @dataclass(frozen=True)
 class Say:
     text: str
+    wants_reply: bool = False  # the plan goes on from the agent's answer (a question), not just after it
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,31 @@ class Call:
     name: str
     args: dict[str, Any]
 
+    @property
+    def wants_result(self) -> bool:
+        return self.name in RESULT_NEEDED
 
+
+RESULT_NEEDED = {"facts_get_untold", "facts_read", "next_phase"}  # the plan reads what these return
 Action = Say | Call
 Plan = Generator[Action, str, None]  # yields actions, receives each one's result (reply or tool output)
+
+
+@dataclass
+class Move:
+    """One persona turn: text for the agent (sent first) and the tool calls that run after it."""
+
+    text: str | None
+    calls: list[Call]
+
+
+@dataclass(frozen=True)
+class Done:
+    """What the engine's note says was already done in the current phase (after a cut inside it)."""
+
+    checks: frozenset[str] = frozenset()
+    changed: frozenset[tuple[str, str]] = frozenset()  # (file, fact id) edited in this phase
+    added: frozenset[tuple[str, int]] = frozenset()  # (file, section) that got a fact in this phase
 
 
 def _sentence(text: str) -> str:
@@ -63,17 +86,15 @@ def _tell_file(name: str, only: str | None = None) -> Plan:
             yield Call("facts_mark_told", {"file": name, "ids": [fact.id]})
 
 
-def phase_plan(brief: str, language: str) -> Plan:
-    """Everything the phase asks, in the order its lines ask it, then next_phase until it accepts."""
+def phase_plan(brief: str, language: str, done: Done = Done()) -> Plan:
+    """Everything the phase asks, in the order its lines ask it (what `done` lists skipped), then
+    next_phase until it accepts."""
     directives, _ = parse_directives(brief, "phase", answers_required=False)
-    steps: list[tuple[int, int, Any]] = []
-    for line_no, line in enumerate(brief.splitlines(), 1):
-        for ref in parse_directives(line, "phase", answers_required=False)[0]["fact_refs"]:
-            steps.append((line_no, 0, ("tell", ref)))
+    steps: list[tuple[int, int, Any]] = [(line_no, 0, ("tell", ref)) for line_no, ref in fact_refs_at(brief)]
     steps += [(m.line, 1, ("mention", m)) for m in directives["mentions"]]
-    steps += [(e.line, 1, ("edit", e)) for e in directives["edits"]]
-    steps += [(a.line, 1, ("add", a)) for a in directives["additions"]]
-    steps += [(c.line, 1, ("check", c)) for c in directives["checks"]]
+    steps += [(e.line, 1, ("edit", e)) for e in directives["edits"] if (e.file, e.fact_id) not in done.changed]
+    steps += [(a.line, 1, ("add", a)) for a in directives["additions"] if (a.file, a.section) not in done.added]
+    steps += [(c.line, 1, ("check", c)) for c in directives["checks"] if c.id not in done.checks]
     for _, _, (kind, item) in sorted(steps, key=lambda s: (s[0], s[1])):
         if kind == "tell":
             yield from _tell_file(item)
@@ -110,24 +131,93 @@ def _impression(check: Check, reply: str) -> Verdict:
 
 
 def _ask(check: Check, language: str) -> Plan:
-    first = unwrap_reply((yield Say(check.question)))
+    first = unwrap_reply((yield Say(check.question, wants_reply=True)))
     verdict, answer, second = _impression(check, first), first, False
     if verdict.unknown and verdict.score < 10 and check.category is not Category.absent:
-        answer = unwrap_reply((yield Say(SEARCH_PROMPTS.get(language, SEARCH_PROMPTS["en"]))))
+        answer = unwrap_reply((yield Say(SEARCH_PROMPTS.get(language, SEARCH_PROMPTS["en"]), wants_reply=True)))
         verdict, second = _impression(check, answer), True
     comment = verdict.comment + (f" (after a memory search; first answer: {first[:200]!r})" if second else "")
     yield Call("log_evaluation", {"check_id": check.id, "score": verdict.score, "answer": answer[:2000],
                                   "comment": comment, "second_attempt": second})
 
 
-def _phase_start(messages: list[dict[str, Any]]) -> tuple[int, str]:
-    """Index and text of the latest phase brief: in a tool result or our opening message, never in agent text."""
+class Mover:
+    """Packs a plan's actions into turns, as the protocol allows: a message and the calls whose results
+    the plan does not read go together (calls left from before ride along too; they run after the
+    message); a turn ends at a question, whose answer the plan reads, or at a call whose result it
+    reads."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.next: Action = next(plan)
+        self.awaiting = False  # the last move ended on an action whose outcome the plan waits for
+
+    def move(self) -> Move:
+        text: str | None = None
+        calls: list[Call] = []
+        action = self.next
+        while True:
+            if isinstance(action, Call):
+                calls.append(action)
+                if action.wants_result:
+                    self.awaiting = True
+                    return Move(text, calls)
+            elif text is not None:
+                self.next, self.awaiting = action, False  # a second message: the next turn's
+                return Move(text, calls)
+            else:
+                text = action.text
+                if action.wants_reply:
+                    self.awaiting = True
+                    return Move(text, calls)
+            action = self.plan.send("")  # an outcome the plan does not read
+
+    def feed(self, outcome: str) -> None:
+        """The reply or tool result the last move was waiting for."""
+        if self.awaiting:
+            self.next = self.plan.send(outcome)
+            self.awaiting = False
+
+
+def _done(note: str) -> Done:
+    """What an in-phase compaction note lists as done (see scenario.compaction_note)."""
+    def listed(label: str) -> list[str]:
+        line = next((x for x in note.splitlines() if x.startswith(label)), "")
+        return [x.strip() for x in line[len(label):].split(",") if x.strip() and x.strip() != "none"]
+
+    def pairs(label: str) -> list[tuple[str, str]]:
+        return [(f, i) for f, _, i in (x.partition(" ") for x in listed(label)) if i]
+
+    return Done(checks=frozenset(listed(DONE_CHECKS)), changed=frozenset(pairs(DONE_CHANGED)),
+                added=frozenset((f, int(i.split(".")[0])) for f, i in pairs(DONE_ADDED)))
+
+
+def _phase_start(messages: list[dict[str, Any]]) -> tuple[int, str, Done]:
+    """Index and text of the latest phase brief (in a tool result, our opening message or a compaction
+    note, never in agent text), and what that note lists as done."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         content = m.get("content") or ""
         if m["role"] in ("user", "tool") and PHASE_HEADER in content and not is_agent_reply(content):
-            return i, content[content.rindex(PHASE_HEADER):]
+            at = content.rindex(PHASE_HEADER)
+            return i, content[at:], _done(content[:at])
     raise ValueError("no phase brief in the conversation")
+
+
+def _outcome(messages: list[dict[str, Any]], at: int, move: Move) -> tuple[str, int]:
+    """What the move at messages[at] got back (the last call's result, or the agent's reply when it
+    ended on a question) and the index after it."""
+    i = at + 1
+    results = []
+    while i < len(messages) and messages[i]["role"] == "tool":
+        results.append(messages[i].get("content") or "")
+        i += 1
+    reply = ""
+    if move.text is not None and i < len(messages) and is_agent_reply(messages[i].get("content") or ""):
+        reply = messages[i]["content"]
+        i += 1
+    ends_on_call = bool(move.calls) and move.calls[-1].wants_result
+    return (results[-1] if ends_on_call and results else reply), i
 
 
 class ScriptedPersona:
@@ -136,26 +226,26 @@ class ScriptedPersona:
         self.label = "scripted"
         self._ids = itertools.count(1)
 
-    def decide(self, messages: list[dict[str, Any]]) -> Action:
-        start, brief = _phase_start(messages)
-        plan = phase_plan(brief, self.language)
-        action = next(plan)
+    def decide(self, messages: list[dict[str, Any]]) -> Move:
+        """Replay the current phase's plan against the turns since its brief; the next move."""
+        start, brief, done = _phase_start(messages)
+        mover = Mover(phase_plan(brief, self.language, done))
+        move = mover.move()
         i = start + 1
         while i < len(messages):
-            if messages[i]["role"] == "assistant" and i + 1 < len(messages):
-                action = plan.send(messages[i + 1].get("content") or "")
-                i += 2
-            else:
+            if messages[i]["role"] != "assistant":
                 i += 1
-        return action
+                continue
+            outcome, i = _outcome(messages, i, move)
+            mover.feed(outcome)
+            move = mover.move()
+        return move
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelTurn:
-        action = self.decide(messages)
-        if isinstance(action, Say):
-            return ModelTurn(content=action.text)
-        call_id = f"call_{len(messages)}_{next(self._ids)}"
-        return ModelTurn(content=None, tool_calls=[ToolCall(id=call_id, name=action.name,
-                                                            arguments=json.dumps(action.args, ensure_ascii=False))])
+        move = self.decide(messages)
+        calls = [ToolCall(id=f"call_{len(messages)}_{next(self._ids)}", name=c.name,
+                          arguments=json.dumps(c.args, ensure_ascii=False)) for c in move.calls]
+        return ModelTurn(content=move.text, tool_calls=calls)
 
     async def aclose(self) -> None:
         return None

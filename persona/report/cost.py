@@ -58,9 +58,17 @@ class PriceTable:
         return Cost(model, usd, price, checks)
 
     def run_cost(self, state: RunState) -> Cost:
-        """The persona's tokens of the run at its model's price. Prompt-cache hits are not counted yet: an upper bound."""
+        """The persona's tokens of the run at its model's price, prompt-cache hits at the cached rate."""
         usage = state.usage
-        return self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens, checks=len(state.evaluations))
+        return self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                         checks=len(state.evaluations))
+
+    def judge_cost(self, state: RunState) -> Cost:
+        """The judge model's tokens of the run (or of the grading set shown) at its price, counted apart
+        from the persona's: `run_cost` and the persona's budget are the persona's alone."""
+        usage = state.judge_usage
+        return self.cost(state.judge, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                         checks=len(state.evaluations))
 
 
 @dataclass(frozen=True)

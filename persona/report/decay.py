@@ -1,17 +1,8 @@
-"""Memory decay: which facts a check asks about, and how long ago (turns, tokens) they were told.
+"""Memory decay: how long ago (turns, tokens) the fact a check asks about was told or last changed.
 
-Checks don't name their facts, so a check is linked to facts in two ways:
-
-1. Explicitly, when its id names one: `family.1.2` or `family:1.2` (fact 1.2 of family.md).
-2. Otherwise by the words they share. Question and expected answer are cut into words and numbers
-   (lower case, stop words dropped, words cut to their first 5 letters so "Sundays" meets
-   "Sunday", number words "two" read as 2) and every fact is scored by the words it shares with
-   the check, each word weighted by its rarity among all facts (idf: a word in one fact weighs more
-   than one in ten). The best fact wins if it reaches MIN_SCORE; facts scoring within
-   CLOSE_SHARE of it are kept as secondary links. A fact is matched on its current text and on
-   its text in the benchmark, so a deleted or rewritten fact can still be found.
-
-`absent` checks ask about facts that were never told and are not linked.
+Which facts a check asks about is persona/benchmark/links.py's job (stated on the check line,
+named by its id, or inferred from shared words); without the benchmark, the run's live fact files
+are searched the same way. `absent` checks have no fact.
 
 A check's age is measured from the best fact's last change (`changed_turn`) if it happened
 before the question, else from when it was told (`told_turn`), to the turn the question was
@@ -21,48 +12,14 @@ agent's replies, counted with tiktoken).
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Literal
 
-from persona.benchmark.facts import FactFile
-from persona.benchmark.grading import STOPWORDS
-from persona.benchmark.phases import Category
+from persona.benchmark.links import CheckLinks, FactIndex, FactLink, link_checks
+from persona.benchmark.loader import Benchmark
+from persona.benchmark.phases import Check
 from persona.state import Evaluation, Exchange, RunState
 from persona.tokens import TokenCounter
-
-MIN_SCORE = 1.5
-CLOSE_SHARE = 0.75
-STEM = 5
-_EXPLICIT = re.compile(r"^(?P<file>[\w-]+)[.:](?P<id>\d+\.\d+)$")
-_TOKEN = re.compile(r"\d+(?:[:.,]\d+)*|[^\W\d_]+", re.UNICODE)
-_NUMBER_WORDS = {
-    w: str(i) for i, ws in enumerate([
-        "zero ноль", "one один одна", "two два две", "three три", "four четыре", "five пять",
-        "six шесть", "seven семь", "eight восемь", "nine девять", "ten десять"]) for w in ws.split()
-}
-
-
-def words(text: str) -> set[str]:
-    out = set()
-    for raw in _TOKEN.findall(text.lower().replace("’", "'")):
-        if raw[0].isdigit():
-            out.add(raw)
-        elif raw in _NUMBER_WORDS:
-            out.add(_NUMBER_WORDS[raw])
-        elif len(raw) >= 3 and raw not in STOPWORDS:
-            out.add(raw[:STEM])
-    return out
-
-
-@dataclass(frozen=True)
-class FactLink:
-    file: str
-    fact_id: str
-    text: str
-    score: float  # summed idf of shared words; inf for an explicit link
-    shared: tuple[str, ...] = ()  # the word stems that linked them
 
 
 @dataclass
@@ -80,41 +37,17 @@ class CheckAge:
         return self.links[0] if self.links else None
 
 
-class FactIndex:
-    """Every fact of a run's live fact files, searchable by shared words."""
+def evaluated_check(e: Evaluation) -> Check:
+    """A graded check as the state recorded it (no stated links: those are in the benchmark)."""
+    return Check(id=e.check_id, category=e.category, question=e.question, answer=e.expected)
 
-    def __init__(self, live: dict[str, FactFile], original: dict[str, FactFile] | None = None):
-        self.facts: dict[tuple[str, str], tuple[str, set[str]]] = {}
-        for name, ff in live.items():
-            for fact in ff.all_facts():
-                first = original.get(name).get(fact.id) if original and name in original else None
-                text = fact.text if not fact.deleted or first is None else f"{fact.text} (was: {first.text})"
-                self.facts[(name, fact.id)] = (text, words(fact.text) | (words(first.text) if first else set()))
-        df: dict[str, int] = {}
-        for _, ws in self.facts.values():
-            for w in ws:
-                df[w] = df.get(w, 0) + 1
-        n = max(len(self.facts), 1)
-        self.idf = {w: math.log(1 + n / c) for w, c in df.items()}
 
-    def link(self, check_id: str, question: str, expected: str) -> list[FactLink]:
-        if m := _EXPLICIT.match(check_id):
-            key = (m["file"], m["id"])
-            if key in self.facts:
-                return [FactLink(key[0], key[1], self.facts[key][0], math.inf)]
-        wanted = words(question) | words(expected)
-        scored = []
-        for (name, fid), (text, ws) in self.facts.items():
-            shared = wanted & ws
-            score = sum(self.idf[w] for w in shared)
-            if score > 0:
-                scored.append((score, name, fid, text, shared))
-        scored.sort(key=lambda s: -s[0])
-        if not scored or scored[0][0] < MIN_SCORE:
-            return []
-        best = scored[0][0]
-        return [FactLink(name, fid, text, round(score, 2), tuple(sorted(shared)))
-                for score, name, fid, text, shared in scored if score >= CLOSE_SHARE * best]
+def run_links(state: RunState, bench: Benchmark | None) -> dict[str, CheckLinks]:
+    """Each graded check's links: the benchmark's (as `mmb validate --links` shows them), else inferred
+    from the run's live fact files."""
+    known = link_checks(bench) if bench else {}
+    index = FactIndex.of_files(state.facts)
+    return {e.check_id: known.get(e.check_id) or index.link(evaluated_check(e)) for e in state.evaluations}
 
 
 def asked_turn(evaluation: Evaluation, exchanges: list[Exchange]) -> int:
@@ -130,9 +63,9 @@ def asked_turn(evaluation: Evaluation, exchanges: list[Exchange]) -> int:
 
 
 def check_ages(state: RunState, exchanges: list[Exchange], counter: TokenCounter,
-               original: dict[str, FactFile] | None = None) -> list[CheckAge]:
+               bench: Benchmark | None = None) -> list[CheckAge]:
     """One CheckAge per graded check, in grading order."""
-    index = FactIndex(state.facts, original)
+    links = run_links(state, bench)
     by_turn = {ex.turn: ex for ex in exchanges}
     cumulative = [0]  # tokens shown in the chat up to and including turn t (t = position)
     for t in range(1, max(by_turn, default=0) + 1):
@@ -141,11 +74,8 @@ def check_ages(state: RunState, exchanges: list[Exchange], counter: TokenCounter
     ages = []
     for e in state.evaluations:
         turn = asked_turn(e, exchanges)
-        age = CheckAge(e.check_id, [], turn)
+        age = CheckAge(e.check_id, list(links[e.check_id].facts), turn)
         ages.append(age)
-        if e.category is Category.absent:
-            continue
-        age.links = index.link(e.check_id, e.question, e.expected)
         if not age.links:
             continue
         dated = [(link, since) for link in age.links if (since := _since(state, link, turn)) is not None]

@@ -1,9 +1,10 @@
 """results/<id>/report.html: one run, readable offline, built from state.json and transcript.jsonl alone.
 
 Scores by category and phase, memory decay (score against the age of the fact a check asks about,
-see decay.py), the persona's token cost, every imperfect answer with links to the chat session's
-trace and the failure screenshots, and the whole transcript with each check marked where it was
-asked and where it was graded. It can be rebuilt at any time (`mmb report`).
+see decay.py), the memory autopsy when the run read the agent's memory (autopsy.py: classes, growth
+per session, a diff between snapshots), the persona's token cost, every imperfect answer with links
+to the chat session's trace and the failure screenshots, and the whole transcript with each check
+marked where it was asked and where it was graded. It can be rebuilt at any time (`mmb report`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from pathlib import Path
 
 from drivers.files import atomic_write
 from persona.benchmark.loader import Benchmark
+from persona.report.autopsy import CLASSES, CSS_CLASS, diffs, growth, memory_autopsy
 from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, RUN_PAGE
 from persona.report.charts import Point, Scatter, scatter
 from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
-from persona.report.markdown import duration, grading_line, phase_title, provenance_changes, provenance_summary
+from persona.report.markdown import duration, grading_line, phase_title, provenance_changes, provenance_summary, typed_into_chat
+from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
+from persona.report.snapshots import MemoryStore
 from persona.report.templating import render_page
 from persona.state import AgentSession, Evaluation, Exchange, RunState
 from persona.tokens import TokenCounter
@@ -45,8 +49,7 @@ class RunReport:
         self.cost = (prices or PriceTable()).run_cost(state)
         # The folder's pages, one level up (written by publish.write_overview), linked back from this one.
         self.index, self.leaderboard = f"../{INDEX_FILE}", f"../{LEADERBOARD_PAGE}"
-        self.ages = {a.check_id: a for a in check_ages(state, exchanges, counter or TokenCounter(),
-                                                       bench.fact_files if bench else None)}
+        self.ages = {a.check_id: a for a in check_ages(state, exchanges, counter or TokenCounter(), bench)}
         self.traces = sorted((folder / "traces").glob("*.trace.zip")) if (folder / "traces").is_dir() else []
         self.shots = sorted(folder.glob("failure-*.png"))
         self.videos = sorted((folder / "videos").glob("*.webm")) if (folder / "videos").is_dir() else []
@@ -60,13 +63,21 @@ class RunReport:
         self.grading = grading_line(state, prices)
         self.provenance = provenance_summary(state)
         self.provenance_changes = provenance_changes(state)
+        self.typed = typed_into_chat(state)
         self.categories = list(by_category(evs).values())
         self.phases = list(by_phase(evs).items())
         self.costs = phase_costs(state)
+        self.persona_usage = usage_line(state)
+        self.persona_compactions = compaction_lines(state)
+        self.persona_quirks = quirks_line(state)
         self.top_cost = max((c.total for c in self.costs), default=0)
         self.imperfect = [e for e in evs if e.score < 10]
         self.decay_rows = [(e, self.ages.get(e.check_id)) for e in evs]
         self.decay_plots = self._decay_plots()
+        self.autopsy = memory_autopsy(folder, state, exchanges, bench)
+        self.memory_growth = growth(self.autopsy.index) if self.autopsy else []
+        self.memory_diffs = diffs(MemoryStore(folder), self.autopsy.index) if self.autopsy else []
+        self.top_memory = max((g.last.lines for g in self.memory_growth), default=0)
 
     def phase_name(self, phase: int) -> str:
         return phase_title(self.bench, phase) if self.bench else f"phase {phase + 1}"
@@ -112,7 +123,7 @@ class RunReport:
         return rows
 
     def render(self) -> str:
-        return render_page("run.html", r=self)
+        return render_page("run.html", r=self, classes=CLASSES, class_css=CSS_CLASS)
 
 
 def write_run_report(folder: Path, state: RunState, exchanges: list[Exchange], bench: Benchmark | None = None,

@@ -1,4 +1,10 @@
-"""results/report.md: one entry appended at the end of every run, finished, failed or interrupted."""
+"""results/report.md: one entry appended at the end of every run, finished, failed or interrupted.
+
+Text from the agent (its answers, notices, acknowledgements, errors quoting it) and from the grader is
+hostile: in an entry it is inert in any Markdown viewer, HTML allowed or not, and cannot pass for the
+report's own structure. A long text goes in a fenced code block inside a block quote (every raw line
+starts with `>`, no fence inside can close it); a short one goes on one line in a code span.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +15,13 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
 from persona.report.agreement import persona_vs_judge
+from persona.report.autopsy import CLASSES, Autopsy
 from persona.report.cost import PriceTable
+from persona.report.persona_lines import compaction_lines, quirks_line, usage_line, usage_text
 from persona.report.scores import by_category, distribution, mean, phase_costs
-from persona.state import ASKED_AGAIN, Evaluation, QuotedTurn, RunState, now
+from persona.state import ASKED_AGAIN, QUIRK, TEXT_VERDICT, Evaluation, QuotedTurn, RunState
 
-__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry", "duration", "mean", "render_entry"]
+__all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry", "typed_into_chat"]
 
 REPORT_FILE = "report.md"
 REPORT_HEADER = "# MarathonMemBench report\n\nOne entry per run end, newest last.\n"
@@ -26,11 +34,26 @@ def duration(seconds: float) -> str:
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
 
 
-def fenced(text: str) -> str:
-    """Agent text made inert in Markdown: a code block, fenced longer than any run of backticks in it."""
+def _fence_for(text: str, at_least: int) -> str:
+    """Backticks one more than the longest run in `text`: nothing in it can close them."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text.strip() or '(empty)'}\n{fence}"
+    return "`" * max(at_least, longest + 1)
+
+
+def quote_block(text: str) -> str:
+    """Untrusted text, shown verbatim: a fenced code block inside a block quote."""
+    lines = text.strip().splitlines() or ["(empty)"]  # every line break Python knows, \r and U+2028 too
+    fence = _fence_for(text, 3)
+    return "\n".join([f"> {fence}text", *(f"> {line}" for line in lines), f"> {fence}"])
+
+
+def quote_inline(text: str) -> str:
+    """Untrusted text on one line, as a code span: whitespace (line breaks too) collapsed, shown verbatim."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "(empty)"
+    fence = _fence_for(flat, 1)
+    return f"{fence} {flat} {fence}"  # the spaces keep a leading or trailing backtick out of the fence
 
 
 def chat_excerpt(turns: list[QuotedTurn]) -> str:
@@ -47,24 +70,36 @@ def marks(e: Evaluation) -> str:
 
 
 def grading_line(state: RunState, prices: PriceTable | None = None) -> str:
-    """Who graded, what it cost, and how far the persona's own scores are from the judge's."""
+    """Who graded, what it cost (counted as the persona's calls are), what its answers needed, and how
+    far the persona's own scores are from the judge's."""
     if state.judge == "persona":
         return "the persona, as it chatted (config judge: \"persona\")"
-    usage = state.judge_usage
-    line = "the offline rule judge" if state.judge == "rules" else f"judge model {state.judge}"
+    line = "the offline rule judge" if state.judge == "rules" else f"judge model {usage_text(state.judge, state.judge_usage)}"
     if state.grading_set != "original":
         line = f"grading set {state.grading_set} (`mmb regrade`): {line}"
-    if usage.calls:
-        cost = (prices or PriceTable()).cost(state.judge, usage.prompt_tokens, usage.completion_tokens)
-        line += f"; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, {usage.completion_tokens:,} out, " \
-                f"cost {cost.summary()}"
-    if state.judge_notes:
-        again = sum(ASKED_AGAIN in n for n in state.judge_notes)
-        line += f"; {again} judge answer(s) without a valid verdict asked again, " \
-                f"{len(state.judge_notes) - again} verdict(s) taken from text instead of a grade call"
+    if state.judge_usage.calls:
+        line += f"; judge cost {(prices or PriceTable()).judge_cost(state).summary()}"
+    if notes := judge_notes_line(state.judge_notes):
+        line += f"; {notes}"
     if agreed := persona_vs_judge(state.evaluations):
         line += f"; the persona's own scores against it: {agreed.summary()}; furthest apart: {agreed.apart('persona', 'judge')}"
     return line
+
+
+def judge_notes_line(notes: list[str]) -> str | None:
+    """What the judge's answers needed, counted: answers asked again, verdicts read from text, what was
+    cleaned out of responses (by kind)."""
+    kinds = [n.partition(": ")[2] for n in notes]  # each note is "CHECK: what"
+    again = sum(k.startswith(ASKED_AGAIN) for k in kinds)
+    text = sum(k == TEXT_VERDICT for k in kinds)
+    cleaned: dict[str, int] = {}
+    for k in kinds:
+        if k.startswith(QUIRK):
+            cleaned[k.removeprefix(QUIRK)] = cleaned.get(k.removeprefix(QUIRK), 0) + 1
+    parts = [f"{again} judge answer(s) without a valid verdict asked again"] if again else []
+    parts += [f"{text} verdict(s) taken from text instead of a grade call"] if text else []
+    parts += [f"judge responses cleaned: {k} ×{n}" for k, n in cleaned.items()]
+    return "; ".join(parts) or None
 
 
 def _short(digest: str | None) -> str:
@@ -104,11 +139,11 @@ def _imperfect(e: Evaluation) -> list[str]:
              f"- **Question:** {e.question}", f"- **Expected:** {e.expected}"]
     if e.agent_turns:
         lines += ["- **The chat from the question to the grade** (what the grader read):", "",
-                  fenced(chat_excerpt(e.agent_turns)), ""]
-    lines += ["- **The persona's summary of the answer:**", "", fenced(e.answer), "",
-              f"- **Grader:** {e.comment}" + (f" ({marks(e)})" if e.items else "")]
+                  quote_block(chat_excerpt(e.agent_turns)), ""]
+    lines += ["- **The persona's summary of the answer:**", "", quote_block(e.answer), "",
+              f"- **Grader:** {quote_inline(e.comment)}" + (f" ({marks(e)})" if e.items else "")]
     if (own := e.persona_grade) is not None:
-        lines.append(f"- **The persona's own grade:** {own.score:g}/10 — {own.comment}")
+        lines.append(f"- **The persona's own grade:** {own.score:g}/10 — {quote_inline(own.comment)}")
     return lines
 
 
@@ -142,26 +177,87 @@ def _coverage(bench: Benchmark, state: RunState) -> str:
 def _agent_compactions(state: RunState) -> str:
     if not state.agent_notices:
         return "none seen in the chat UI"
-    shown = [f"turn {n.turn} (session {n.session}): {n.text[:120]!r}" for n in state.agent_notices[:20]]
+    shown = [f"turn {n.turn} (session {n.session}): {quote_inline(n.text[:120])}" for n in state.agent_notices[:20]]
     return f"{len(state.agent_notices)} — " + "; ".join(shown)
+
+
+def typed_into_chat(state: RunState) -> str:
+    """What the agent's chat was given, all told: every typing counted, resends with their reason."""
+    s, pending = state.sends, state.pending
+    line = f"{s.typed} persona message(s) typed"
+    if s.typed < state.turn:  # a run begun by a version of mmb that did not count them
+        line += " since mmb began counting them"
+    if s.not_taken:
+        line += f", {s.not_taken} of them shown by the chat never to have arrived, so {s.delivered} reached it"
+    line += f"; {state.turn} answered"
+    if pending is not None and pending.typed > pending.not_taken:
+        line += f", turn {pending.turn} awaiting its reply"
+    if s.resent:
+        shown = s.resent[:10]
+        line += f"; typed again {len(s.resent)} time(s): " + "; ".join(shown) + (" …" if len(s.resent) > len(shown) else "")
+    if s.commands:
+        line += f"; {s.commands} command(s) typed for new sessions"
+    return line
 
 
 def _sessions(state: RunState) -> str:
     parts = []
     for s in state.sessions:
-        how = f" ({s.reset_sign})" if s.reset_sign else ""
+        how = f" ({quote_inline(s.reset_sign)})" if s.reset_sign else ""
         parts.append(f"{s.index}: {s.reason} at turn {s.started_turn}{how}")
     return "; ".join(parts) or "none"
 
 
-def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None) -> str:
+def end_marker(state: RunState) -> str:
+    """The entry's invisible mark (a link reference definition: no viewer shows it), naming the run's end it
+    reports (and the grading set it shows, when not the original), so an entry is appended once however
+    often a kill interrupts the writing of the outputs."""
+    grading = f" grading {state.grading_set}" if state.grading_set != "original" else ""
+    return f'[mmb-end]: # "{state.run_id} {state.ends}{grading}"'
+
+
+def inert(text: str, limit: int = 200) -> str:
+    """Agent text on one line of Markdown, shown as text: no HTML, link, emphasis or table cell breaks out."""
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
+
+
+def _memory_autopsy(autopsy: Autopsy) -> list[str]:
+    index = autopsy.index
+    last = index.snapshots[-1] if index.snapshots else None
+    size = f"last {last.label}: {last.lines} lines in {len(last.files)} file(s)" if last else "none taken"
+    lines = ["", "### Memory autopsy", "",
+             f"- **Memory read:** {inert(index.source)} (every {index.every}); {len(index.snapshots)} snapshot(s) in "
+             f"memory/, {size}",
+             f"- **Problems reading it:** {index.problem_count}" + "".join(
+                 f"; {inert(p.message)} (×{p.count}, turns {p.first_turn}–{p.last_turn})" for p in index.problems[:10])]
+    if autopsy.unclassified:
+        lines.append("- **Not classified:** " + "; ".join(f"{e.check_id} ({why})" for e, why in autopsy.unclassified))
+    if autopsy.checks:
+        lines += ["", "| category | " + " | ".join(CLASSES) + " |", "|---|" + "---:|" * len(CLASSES)]
+        lines += [f"| {cat} | " + " | ".join(str(n) for n in counts.values()) + " |" for cat, counts in autopsy.by_category()]
+        lines.append("| **all** | " + " | ".join(f"**{n}**" for n in autopsy.counts().values()) + " |")
+    if autopsy.misses:
+        lines += ["", f"Each check not retrieved ({len(autopsy.misses)}):", ""]
+        for c in autopsy.misses:
+            e = c.evaluation
+            judge = f" (a paraphrase, found by the judge {inert(c.by_judge)})" if c.by_judge else ""
+            lines.append(f"- **{e.check_id}** [{e.category.value}] {e.score:g}/10 — **{c.klass}**: {inert(c.why, 400)}{judge}")
+            lines += [f"  - {inert(h, 300)}" for h in c.history]
+    return lines
+
+
+def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None,
+                 autopsy: Autopsy | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
-    status = state.status + (f": {state.error}" if state.error else "")
-    usage = state.usage
-    lines = [
-        f"## {now().strftime('%Y-%m-%d %H:%M')} UTC — {state.run_id}: {bench.title} @ {state.driver}"
+    status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
+    lines = [  # the time of the run's end, saved with it: an entry written after a restart keeps it
+        f"## {state.updated_at:%Y-%m-%d %H:%M} UTC — {state.run_id}: {bench.title} @ {state.driver}"
         + (f" — grading set {state.grading_set}" if state.grading_set != "original" else ""),
+        end_marker(state),
         "",
         f"- **Status:** {status}",
         f"- **Mean score:** {f'{avg:.2f} / 10' if avg is not None else 'n/a'} over {len(evs)} graded checks",
@@ -171,17 +267,28 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Run time:** {duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
         f"- **Progress:** phase {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)}, "
         f"{state.turn} messages to the agent",
+        f"- **Typed into the chat:** {typed_into_chat(state)}",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
-        f"- **Persona:** {state.persona_model}; {usage.calls} calls, {usage.prompt_tokens:,} tokens in, "
-        f"{usage.completion_tokens:,} out; {len(state.persona_compactions)} context compactions",
+        *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
+            "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
+        f"- **Persona:** {usage_line(state)}",
+        f"- **Persona compactions:** {len(state.persona_compactions)}"
+        + "".join(f"\n  - {line}" for line in compaction_lines(state)),
         f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
         f"- **Graded by:** {grading_line(state, prices)}",
         f"- **Provenance:** {provenance_summary(state)}",
     ]
     if changes := provenance_changes(state):
         lines.append(f"- **Resumed on something different:** {'; '.join(changes)}")
+    if quirks := quirks_line(state):
+        lines.append(f"- **Persona turns repaired or cleaned (counted):** {quirks}")
+    if state.status in ("stalled", "budget"):
+        lines.append(f"- **Stopped as `{state.status}`:** the state is kept; raise the limit named above and run the "
+                     f"same command again to go on from here")
     lines += _persona_cost(bench, state)
+    if autopsy is not None:
+        lines += _memory_autopsy(autopsy)
     imperfect = [e for e in evs if e.score < 10]
     if imperfect:
         lines += ["", f"### Answers below 10 ({len(imperfect)})"]
@@ -190,15 +297,20 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
     return "\n".join(lines) + "\n"
 
 
-def append_entry(results_dir: Path, entry: str) -> Path:
-    """Append under an exclusive lock: parallel runs finishing together don't interleave."""
+def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState, prices: PriceTable | None = None,
+                      autopsy: Autopsy | None = None) -> tuple[Path, bool]:
+    """The entry of the run's last end, appended unless report.md has it already; True when appended.
+    Under an exclusive lock: parallel runs finishing together don't interleave."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / REPORT_FILE
-    with open(path, "a", encoding="utf-8") as f:
+    with open(path, "a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        if end_marker(state) in f.read().split("\n"):  # a whole line: agent text never starts one
+            return path, False
         if f.tell() == 0:
             f.write(REPORT_HEADER)
-        f.write("\n" + entry)
+        f.write("\n" + render_entry(bench, state, prices, autopsy))
         f.flush()
         os.fsync(f.fileno())
-    return path
+    return path, True

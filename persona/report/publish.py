@@ -1,9 +1,11 @@
 """Writing a run's reports: report.html beside its state; the leaderboard and the index over all runs.
 
 The runner calls `publish_run` at every run's end (after report.md); `mmb report` calls
-`rebuild` to regenerate every page from the state files, e.g. after an upgrade or during a run.
-Reading never changes a run's files (RunStore.load would trim a transcript that runs ahead of
-its state, which is right for a restart but wrong for a reader beside a live run).
+`rebuild` to regenerate every page from the state files, e.g. after an upgrade or during a run,
+after `complete_entries` has written the report.md entries of run ends a kill left unreported
+(of runs no process holds). Reading never changes a run's files (RunStore.load would trim a
+transcript that runs ahead of its state, which is right for a restart but wrong for a reader
+beside a live run).
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ import logging
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
-from persona.errors import InputError
+from persona.errors import InputError, RunError
+from persona.report.autopsy import Autopsy, memory_autopsy
 from persona.report.catalog import scan
 from persona.report.cost import PriceTable
 from persona.report.gradings import load_set, shown_with
 from persona.report.html import write_run_report
 from persona.report.index import write_index
 from persona.report.leaderboard import write_leaderboard
-from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState
+from persona.report.markdown import append_entry_once
+from persona.report.snapshots import MemoryStore
+from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore
 from persona.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -37,6 +42,17 @@ def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
                     break
                 exchanges.append(Exchange.model_validate_json(line))
     return state, exchanges
+
+
+def run_autopsy(folder: Path, state: RunState, bench: Benchmark | None) -> Autopsy | None:
+    """The memory autopsy for report.md; a failure is logged, never raised: the run's outcome stands."""
+    if not MemoryStore(folder).index_path.is_file():
+        return None  # a black-box run: nothing to read the transcript for
+    try:
+        return memory_autopsy(folder, state, read_run(folder)[1], bench)
+    except Exception as e:
+        log.warning("the memory autopsy of %s failed: %s", folder, e)
+        return None
 
 
 def write_overview(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None,
@@ -64,6 +80,39 @@ def benchmark_at(path: str) -> Benchmark | None:
         return load_benchmark(Path(path)) if Path(path).is_dir() else None
     except InputError:
         return None
+
+
+def complete_entries(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | None = None,
+                     prices: PriceTable | None = None) -> list[Path]:
+    """The report.md entry of every run whose last end a kill left unreported (`ends` > `reported_ends`),
+    appended once; the folders of runs whose entry was written. A running run is left to its process."""
+    done = []
+    for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
+        if only and path.parent.name not in only:
+            continue
+        store = RunStore(path.parent)
+        try:
+            store.lock()
+        except RunError:
+            continue  # an mmb process plays it, and reports its end itself
+        try:
+            state = store.load()
+            if state is None or state.ends <= state.reported_ends:
+                continue
+            bench = benches.get(state.run_id) or benchmark_at(state.benchmark)
+            if bench is None:
+                log.warning("%s: its benchmark %s does not load, so its report.md entry cannot be written",
+                            state.run_id, state.benchmark)
+                continue
+            append_entry_once(results_dir, bench, state, prices, run_autopsy(path.parent, state, bench))
+            state.reported_ends = state.ends  # report.html and the leaderboard: rebuild() writes them next
+            store.save(state)
+            done.append(path.parent)
+        except RunError as e:
+            log.warning("skipping %s: %s", path, e)
+        finally:
+            store.unlock()
+    return done
 
 
 def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | None = None,

@@ -27,7 +27,7 @@ from drivers.registry import build_profile
 from tests.conftest import mmb
 from tests.support.chat_model import UNKNOWN
 from tests.support.node_frontends import OpenClawChatModel, install_openclaw, openclaw_gateway
-from tests.support.openai_server import OpenAICompatServer
+from tests.support.quirk_server import QuirkServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
 
@@ -44,7 +44,8 @@ def gateway(tmp_path_factory):
     model = OpenClawChatModel(think_s=0.5)
     token = secrets.token_hex(16)
     started = time.monotonic()
-    with OpenAICompatServer(model, model=MODEL, chunk_delay_s=0.1) as server, \
+    # vLLM's rules: a frontend may send request fields of its own, which vLLM ignores and OpenAI refuses.
+    with QuirkServer(model, profile="vllm", model=MODEL, chunk_delay_s=0.1) as server, \
             openclaw_gateway(installed, model_url=server.base_url, model=MODEL,
                              workdir=tmp_path_factory.mktemp("openclaw"), token=token) as running:
         port = running.url.split(":")[2].split("/")[0]

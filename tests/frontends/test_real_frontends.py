@@ -22,7 +22,7 @@ from tests.conftest import mmb
 from tests.support.chat_model import ChatModel
 from tests.support.frontend_specs import FRONTENDS
 from tests.support.frontends import Frontend, install, start
-from tests.support.openai_server import OpenAICompatServer
+from tests.support.quirk_server import QuirkServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
 
@@ -43,7 +43,8 @@ def _squash(text: str) -> str:
 def test_a_benchmark_plays_through_the_real_frontend(frontend: Frontend, tmp_path: Path, write_config) -> None:
     installed = install(frontend)
     model = ChatModel(think_s=0.8)  # a pause before the first token: the UI shows its placeholder
-    with OpenAICompatServer(model, model=MODEL, chunk_delay_s=0.12) as server, \
+    # vLLM's rules: a frontend may send request fields of its own, which vLLM ignores and OpenAI refuses.
+    with QuirkServer(model, profile="vllm", model=MODEL, chunk_delay_s=0.12) as server, \
             start(frontend, model_url=server.base_url, model=MODEL, workdir=tmp_path / "frontend") as running:
         config = write_config([{"id": frontend.name, "benchmark": str(BENCH),
                                 "agent": {"driver": frontend.name, "url": running.url}}],

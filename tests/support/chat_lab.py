@@ -8,7 +8,7 @@ after the bubble, placeholder bubbles ("Thinking…", "…", empty) replaced lat
 (that may vanish on the first send), a message list re-rendered on every change (nodes replaced),
 a reply that never comes, a "new chat" that does not reset, a contenteditable input, `/new` as
 a bot command, a banner over the send button or one disabled for a while, a page that reloads
-mid-reply.
+mid-reply, a chat that lives in open shadow roots (one, or nested three deep), an error bubble.
 
     with ChatLab(LabScenario(busy="none", chunk_ms=30)) as lab:
         page.goto(lab.url + "/")            # redirects to /c/<id>, a fresh chat
@@ -23,6 +23,10 @@ DOM: `#log` holds `.bubble.me` (ours) and `.bubble.bot` (the agent's; `.welcome`
 (with text_span, the text is in a `span.text` inside); `#box` is the input (textarea or contenteditable), `#send`, `#stop` (visible while busy when
 busy="stop-button"), `#typing` (visible while busy when busy="typing"), `#new-chat`. A finished
 bubble gets `data-done="1"` (done="attr") or a `.done-mark` element right after it (done="after").
+With `shadow="open"` all of it lives in the open shadow root of `<chat-app>` (declarative, parsed
+with the page); with `shadow="nested"` the message list is in the shadow root of a `<chat-log>` and the
+composer in that of a `<chat-composer>`, both inside `<chat-app>`'s (attached by script). The same
+selectors fit every mode, as none crosses a shadow boundary.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import threading
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,6 +49,7 @@ from tests.support.http_reply import respond
 
 Responder = Callable[[str, list[dict[str, str]]], list[str]]
 NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
+AGENT_ERROR = "Error: the model is overloaded, try again."
 
 
 class LabScenario(BaseModel):
@@ -79,12 +85,22 @@ class LabScenario(BaseModel):
     send_enabled_after_ms: int = 0  # the send button is disabled this long after each edit of the input
     reload_mid_reply_ms: int = 0  # the page reloads itself this long after the first reply starts (once a page)
     final_render_ms: int = 0  # this long after the done marker, the bubble's text is rendered once more (" ✓")
+    shadow: Literal["none", "open", "nested"] = "none"  # where the chat lives: the document, or open shadow roots
+    frontend: Literal["lab", "deep-chat"] = "lab"  # deep-chat: the npm web component instead (ChatLab(deep_chat=...))
+    error_next: int = 0  # the next replies are an error bubble (`.bubble.error`) instead; the server keeps the message
+    at_message: dict[int, Literal["error", "no-reply", "late"]] = {}  # the n-th message received (from 1) gets an
+    # error bubble, no reply ever (busy forever), or its reply only after late_ms (the server too has it only
+    # then, so a reload before shows no reply); the server keeps the message every time
+    late_ms: int = 3000
 
 
 class ChatLab:
-    def __init__(self, scenario: LabScenario | None = None, *, responder: Responder | None = None):
+    def __init__(self, scenario: LabScenario | None = None, *, responder: Responder | None = None,
+                 deep_chat: Path | None = None):
         self.scenario = scenario or LabScenario()
         self.responder = responder
+        self.deep_chat = deep_chat  # deep-chat's bundle (deepChat.bundle.js), served as /deep-chat.js
+        self.stopping = threading.Event()
         self.conversations: dict[str, list[dict[str, str]]] = {}
         self.received: list[str] = []  # every message text posted, in order
         self.user_agents: list[str] = []  # of every request
@@ -109,6 +125,7 @@ class ChatLab:
         return self.url
 
     def stop(self) -> None:
+        self.stopping.set()  # replies held open (never_reply) end
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
@@ -135,6 +152,7 @@ class ChatLab:
             "busy": {"stop-button": "#stop", "typing": "#typing", "none": None}[s.busy],
             "done": {"none": None, "attr": "[data-done='1']", "after": ".done-mark"}[s.done],
             "ignore": ".welcome",
+            "error": "#log .bubble.error",
             "new_chat": "#new-chat",
             **overrides.pop("selectors", {}),
         }
@@ -154,32 +172,45 @@ class ChatLab:
 
     # -- the agent -----------------------------------------------------------------------------
 
-    def _reply(self, conv: str, text: str) -> tuple[list[str], str | None]:
-        """The bubbles to show and, for a reset, the new conversation id."""
+    def _reply(self, conv: str, text: str) -> tuple[list[str], str | None, str | None]:
+        """The bubbles to show, for a reset the new conversation id, and a fault: "error" or "no-reply"
+        instead of the reply (the message is kept: it was received), "late" with it."""
+        s = self.scenario
         with self._lock:
             self.received.append(text)
             history = self.conversations.setdefault(conv, [])
             history.append({"role": "me", "text": text})
-        if self.scenario.never_reply:
-            return [], None
+            fault = s.at_message.get(len(self.received)) or ("no-reply" if s.never_reply else None)
+            if fault is None and s.error_next > 0:
+                s.error_next -= 1
+                fault = "error"
+        if fault in ("error", "no-reply"):
+            return [], None, fault
         if text.strip() == "/new" and self.scenario.slash_new == "reset":
             fresh = self.new_conversation()
             with self._lock:
                 self.conversations[fresh] = [*history, {"role": "bot", "text": NEW_CHAT_ACK}]
-            return [NEW_CHAT_ACK], fresh
+            return [NEW_CHAT_ACK], fresh, fault
         if self.responder is not None:
             bubbles = self.responder(text, history[:-1])
         elif self.scenario.bubbles == 1:
             bubbles = [f"echo: {text}"]
         else:
             bubbles = [f"part {i + 1} of {self.scenario.bubbles}: {text}" for i in range(self.scenario.bubbles)]
-        with self._lock:
-            history += [{"role": "bot", "text": b} for b in bubbles]
-        return bubbles, None
+        def answer() -> None:
+            with self._lock:
+                history.extend({"role": "bot", "text": b} for b in bubbles)
+
+        if fault == "late":
+            threading.Timer(self.scenario.late_ms / 1000, answer).start()
+        else:
+            answer()
+        return bubbles, None, fault
 
 
 _CONV = re.compile(r"^/c/([0-9a-f]{1,32})$")
 _API_CONV = re.compile(r"^/api/c/([0-9a-f]{1,32})(/messages)?$")
+_DEEP_CHAT_API = re.compile(r"^/api/c/([0-9a-f]{1,32})/deep-chat$")
 
 
 def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
@@ -207,8 +238,13 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             if path == "/":
                 self._send(HTTPStatus.FOUND, b"", "text/plain", {"Location": f"/c/{lab.new_conversation()}"})
+            elif (m := _CONV.match(path)) and lab.scenario.frontend == "deep-chat":
+                page = deep_chat_page(lab.scenario, m.group(1), lab.history(m.group(1)))
+                self._send(HTTPStatus.OK, page.encode(), "text/html; charset=utf-8")
             elif m := _CONV.match(path):
                 self._send(HTTPStatus.OK, _page(lab.scenario, m.group(1)).encode(), "text/html; charset=utf-8")
+            elif path == "/deep-chat.js" and lab.deep_chat is not None:
+                self._send(HTTPStatus.OK, lab.deep_chat.read_bytes(), "text/javascript; charset=utf-8")
             elif (m := _API_CONV.match(path)) and not m.group(2):
                 self._json({"messages": lab.history(m.group(1))})
             elif path == "/favicon.ico":
@@ -221,9 +257,12 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             if path == "/api/new":
                 self._json({"id": lab.new_conversation()})
+            elif m := _DEEP_CHAT_API.match(path):
+                deep_chat_reply(self, lab, m.group(1))
             elif (m := _API_CONV.match(path)) and m.group(2):
-                bubbles, fresh = lab._reply(m.group(1), str(self._body().get("text", "")))
-                self._json({"bubbles": bubbles, "conversation": fresh})
+                bubbles, fresh, fault = lab._reply(m.group(1), str(self._body().get("text", "")))
+                self._json({"bubbles": bubbles, "conversation": fresh, "error": AGENT_ERROR if fault == "error" else None,
+                            "silent": fault == "no-reply", "late_ms": lab.scenario.late_ms if fault == "late" else 0})
             else:
                 self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
 
@@ -235,12 +274,26 @@ def _page(scenario: LabScenario, conv: str) -> str:
     box = ('<div id="box" contenteditable="true" role="textbox" aria-label="Message"></div>'
            if scenario.input == "contenteditable" else '<textarea id="box" rows="2" aria-label="Message"></textarea>')
     send = '<button id="send" type="submit">Send</button>' if scenario.send_button else ""
-    return _HTML.replace("@CONFIG@", config).replace("@BOX@", box).replace("@SEND@", send)
+    composer = _COMPOSER.replace("@BOX@", box).replace("@SEND@", send)
+    if scenario.shadow == "none":
+        app = _APP.replace("@LOG@", _LOG).replace("@COMPOSER@", composer)
+    elif scenario.shadow == "open":
+        app = f'<chat-app><template shadowrootmode="open">{_STYLE}{_APP.replace("@LOG@", _LOG).replace("@COMPOSER@", composer)}</template></chat-app>'
+    else:  # the inner roots are attached by the page's script from these templates
+        inner = _APP.replace("@LOG@", "<chat-log></chat-log>").replace("@COMPOSER@", "<chat-composer></chat-composer>")
+        app = (f'<chat-app><template shadowrootmode="open">{_STYLE}{inner}</template></chat-app>'
+               f'<template id="log-markup">{_STYLE}{_LOG}</template><template id="composer-markup">{_STYLE}{composer}</template>')
+    return _HTML.replace("@CONFIG@", config).replace("@STYLE@", _STYLE).replace("@APP@", app)
 
 
-_HTML = r"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Chat lab</title>
-<style>
+_LOG = '<main id="log" aria-live="polite"></main>'
+_COMPOSER = '<form id="composer">@BOX@@SEND@<button id="stop" type="button" hidden>Stop</button></form>'
+_APP = """<header><strong>Chat lab</strong><button id="new-chat" type="button">New chat</button>
+  <span id="typing" hidden>typing…</span><span id="alert" role="alert"></span></header>
+@LOG@
+@COMPOSER@
+<div id="cover" hidden style="position:fixed;left:0;right:0;bottom:0;height:90px;background:#fd8;z-index:9">A banner</div>"""
+_STYLE = r"""<style>
   body { font: 15px sans-serif; margin: 0; display: flex; flex-direction: column; height: 100vh; }
   header { padding: 6px 10px; background: #eee; display: flex; gap: 10px; align-items: center; }
   #log { flex: 1; overflow-y: auto; padding: 10px; }
@@ -250,23 +303,37 @@ _HTML = r"""<!doctype html>
   .done-mark { font-size: 11px; color: #888; }
   form { display: flex; gap: 6px; padding: 8px; border-top: 1px solid #ddd; }
   #box { flex: 1; min-height: 2em; border: 1px solid #aaa; padding: 4px; white-space: pre-wrap; }
-</style></head>
+  chat-app, chat-log { display: flex; flex-direction: column; flex: 1; min-height: 0; }
+  chat-composer { display: block; }
+  .bubble.error { background: #fdd; color: #900; }
+</style>"""
+
+_HTML = r"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Chat lab</title>
+@STYLE@</head>
 <body>
-<header><strong>Chat lab</strong><button id="new-chat" type="button">New chat</button>
-  <span id="typing" hidden>typing…</span><span id="alert" role="alert"></span></header>
-<main id="log" aria-live="polite"></main>
-<form id="composer">@BOX@@SEND@<button id="stop" type="button" hidden>Stop</button></form>
-<div id="cover" hidden style="position:fixed;left:0;right:0;bottom:0;height:90px;background:#fd8;z-index:9">A banner</div>
+@APP@
 <script type="application/json" id="config">@CONFIG@</script>
 <script>
 "use strict";
 (() => {
   const cfg = JSON.parse(document.getElementById("config").textContent);
-  const log = document.getElementById("log"), box = document.getElementById("box");
-  const sendBtn = document.getElementById("send"), stopBtn = document.getElementById("stop");
-  const typing = document.getElementById("typing");
+  // Where the chat lives: the document, or the open shadow roots of shadow="open" / "nested".
+  const scopes = [document];
+  if (cfg.shadow !== "none") scopes.push(document.querySelector("chat-app").shadowRoot);
+  if (cfg.shadow === "nested") {
+    for (const name of ["log", "composer"]) {
+      const root = scopes[1].querySelector(`chat-${name}`).attachShadow({mode: "open"});
+      root.append(document.getElementById(`${name}-markup`).content.cloneNode(true));
+      scopes.push(root);
+    }
+  }
+  const $ = (id) => scopes.map((s) => s.getElementById(id)).find(Boolean);
+  const log = $("log"), box = $("box");
+  const sendBtn = $("send"), stopBtn = $("stop");
+  const typing = $("typing");
   let conv = cfg.conv, busy = false, aborted = false, refusals = 0;
-  const alertBox = document.getElementById("alert");
+  const alertBox = $("alert");
   // The model of the list; each message keeps its DOM node unless cfg.rerender rebuilds them all.
   const msgs = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -343,7 +410,7 @@ _HTML = r"""<!doctype html>
   }
   const ready = load();
   if (cfg.cover_send_ms) {
-    const cover = document.getElementById("cover");
+    const cover = $("cover");
     cover.hidden = false;
     setTimeout(() => { cover.hidden = true; }, cfg.cover_send_ms);
   }
@@ -356,8 +423,8 @@ _HTML = r"""<!doctype html>
     });
   }
 
-  async function streamBubble(text, first) {
-    const wait = first ? cfg.first_token_ms : cfg.bubble_gap_ms;
+  async function streamBubble(text, first, late) {
+    const wait = first ? (late || cfg.first_token_ms) : cfg.bubble_gap_ms;
     let m = null;
     if (!first && !cfg.busy_in_gaps) setBusy(false);
     if (cfg.placeholder !== null) m = add({role: "bot", text: cfg.placeholder, done: false});
@@ -388,7 +455,7 @@ _HTML = r"""<!doctype html>
     if (cfg.slash_new === "opens" && text.trim() === "/new") {
       if (refusals++ < cfg.slash_new_refusals) return alertBox.replaceChildren("Try New Chat again in a moment.");
       if (cfg.input === "contenteditable") box.textContent = ""; else box.value = "";
-      return document.getElementById("new-chat").click();
+      return $("new-chat").click();
     }
     start(true);
     aborted = false;
@@ -400,7 +467,11 @@ _HTML = r"""<!doctype html>
     const res = await fetch(`/api/c/${conv}/messages`, {method: "POST", headers: {"Content-Type": "application/json"},
                                                        body: JSON.stringify({text})});
     const reply = await res.json();
-    if (cfg.never_reply) {
+    if (reply.error) {
+      add({role: "error", text: reply.error, done: true});
+      return start(false);
+    }
+    if (reply.silent) {
       if (cfg.placeholder !== null) add({role: "bot", text: cfg.placeholder, done: false});
       return;  // busy forever
     }
@@ -409,19 +480,19 @@ _HTML = r"""<!doctype html>
       setTimeout(() => location.reload(), cfg.first_token_ms + cfg.reload_mid_reply_ms);
     }
     for (const [i, b] of reply.bubbles.entries()) {
-      await streamBubble(b, i === 0);
+      await streamBubble(b, i === 0, reply.late_ms);
       if (aborted) break;
     }
     if (reply.conversation) conv = reply.conversation;
     start(false);
   }
 
-  document.getElementById("composer").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
+  $("composer").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
   box.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   });
   stopBtn.addEventListener("click", () => { aborted = true; start(false); });
-  document.getElementById("new-chat").addEventListener("click", async () => {
+  $("new-chat").addEventListener("click", async () => {
     if (cfg.new_chat === "noop") return renderAll();
     const {id} = await (await fetch("/api/new", {method: "POST"})).json();
     if (cfg.new_chat_navigates) return location.assign(`/c/${id}`);
@@ -430,5 +501,61 @@ _HTML = r"""<!doctype html>
   });
 })();
 </script>
+</body></html>
+"""
+
+
+# -- deep-chat (npm `deep-chat`): a chat web component whose whole UI lives in its shadow root ---------
+
+def deep_chat_page(scenario: LabScenario, conv: str, history: list[dict[str, str]]) -> str:
+    """The component on a page of its own, talking to the lab; the history comes with the page, so a
+    reload shows the conversation. "New chat" (outside the component) opens a fresh one."""
+    connect = json.dumps({"url": f"/api/c/{conv}/deep-chat", "stream": True})
+    shown = json.dumps([{"role": "user" if m["role"] == "me" else "ai", "text": m["text"]} for m in history])
+    return _DEEP_CHAT_HTML.replace("@CONNECT@", html.escape(connect)).replace("@HISTORY@", html.escape(shown))
+
+
+def deep_chat_reply(handler: BaseHTTPRequestHandler, lab: ChatLab, conv: str) -> None:
+    """deep-chat's stream protocol: server-sent events `data: {"text": chunk}`, or `{"error": ...}`."""
+    length = int(handler.headers.get("Content-Length") or 0)
+    body = json.loads(handler.rfile.read(length) or b"{}") if length else {}
+    text = next((m.get("text", "") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    bubbles, _, fault = lab._reply(conv, text)
+    s = lab.scenario
+    handler.send_response(HTTPStatus.OK)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Cache-Control", "no-store")
+    handler.end_headers()
+    handler.close_connection = True
+
+    def event(data: dict[str, str]) -> None:
+        handler.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
+        handler.wfile.flush()
+
+    try:
+        if fault == "error":
+            return event({"error": AGENT_ERROR})
+        if fault == "no-reply":
+            lab.stopping.wait(600)
+            return
+        if lab.stopping.wait((s.late_ms if fault == "late" else s.first_token_ms) / 1000):
+            return
+        whole = "\n\n".join(bubbles)
+        step = s.chunk_chars or len(whole) or 1
+        for i in range(0, len(whole), step):
+            if i and lab.stopping.wait(s.chunk_ms / 1000):
+                return
+            event({"text": whole[i:i + step]})
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
+_DEEP_CHAT_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>deep-chat lab</title>
+<script type="module" src="/deep-chat.js"></script></head>
+<body style="font: 15px sans-serif; margin: 0">
+<header style="padding: 6px 10px; background: #eee"><strong>deep-chat lab</strong>
+  <button id="new-chat" type="button" onclick="location.assign('/')">New chat</button></header>
+<deep-chat style="width: 96vw; height: 80vh; display: block" connect="@CONNECT@" history="@HISTORY@"></deep-chat>
 </body></html>
 """

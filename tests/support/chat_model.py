@@ -67,7 +67,7 @@ def answer(messages: list[dict[str, Any]]) -> str:
 
 @dataclass
 class ChatModel:
-    """The responder for OpenAICompatServer; `think_s` is a pause before the first token, like a model's."""
+    """The responder for QuirkServer; `think_s` is a pause before the first token, like a model's."""
 
     think_s: float = 0.0
     answers: list[str] = field(default_factory=list)

