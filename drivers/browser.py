@@ -182,6 +182,12 @@ class BrowserHost:
                          f", slow-mo {self.config.slow_mo_ms} ms" if self.config.slow_mo_ms else "")
         return self._browser
 
+    @property
+    def version(self) -> str | None:
+        """The running browser's name and version, e.g. "chromium 140.0.7339.185"; None before it starts."""
+        b = self._browser
+        return f"{b.browser_type.name} {b.version}" if b is not None else None
+
     async def new_context(self, *, login: SavedLogin | None = None, video_dir: Path | None = None) -> ChatContext:
         options = context_options(self.config, video_dir=video_dir)
         if login is not None and login.kind == "profile":

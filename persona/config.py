@@ -53,6 +53,44 @@ class PersonaConfig(Strict):
         return "scripted" if self.kind == "scripted" else self.model
 
 
+class JudgeConfig(Strict):
+    """Who grades the agent's answers, apart from the persona, which then never sees the expected answers.
+
+    Left out, every field follows the persona: its endpoint, key and model, at temperature 0; a
+    scripted persona gets the deterministic offline judge ("rules").
+    """
+
+    kind: Literal["auto", "openai", "rules"] = Field(
+        "auto", description="openai: a model behind chat completions; rules: the offline rule grader; "
+        "auto: rules for the scripted persona, else openai")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: the persona's)")
+    model: str | None = Field(None, description="Model name (default: the persona's)")
+    api_key_env: str | None = Field(None, pattern=ENV_NAME_PATTERN,
+                                    description="Environment variable holding the key (default: the persona's)")
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of the judge's calls")
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one judge request may take")
+    max_retries: int = Field(6, ge=0, description="Retries of a judge request on 408/409/429/5xx and timeouts")
+    max_attempts: int = Field(3, ge=1, description="Answers that are not a valid verdict before the run stops")
+    tool_schema: Literal["auto", "strict", "plain"] | None = Field(
+        None, description="As persona.tool_schema, for the `grade` tool (default: the persona's)")
+
+    def resolved(self, persona: PersonaConfig) -> JudgeConfig:
+        """Every default filled in from the persona this judge goes with."""
+        kind = self.kind if self.kind != "auto" else "rules" if persona.kind == "scripted" else "openai"
+        return self.model_copy(update={
+            "kind": kind, "base_url": self.base_url if self.base_url is not None else persona.base_url,
+            "model": self.model or persona.model, "api_key_env": self.api_key_env or persona.api_key_env,
+            "tool_schema": self.tool_schema or persona.tool_schema})
+
+    @property
+    def label(self) -> str:
+        return "rules" if self.kind == "rules" else self.model or "?"
+
+
+# "persona": the seed's behaviour, the persona grades as it goes and sees the expected answers.
+JudgeSetting = JudgeConfig | Literal["persona"]
+
+
 class CompactionConfig(Strict):
     max_tokens: int = Field(30000, gt=0)
     trim_to_tokens: int = Field(10000, gt=0)
@@ -130,6 +168,14 @@ class RunConfig(Strict):
     benchmark: PathText = Field(..., min_length=1, description="The benchmark folder, relative to this file")
     agent: AgentConfig = AgentConfig()
     persona: PersonaConfig | None = Field(None, description="Overrides the engine's persona for this run")
+    judge: JudgeSetting | None = Field(None, description="Overrides the engine's judge for this run")
+    repeat: int = Field(1, ge=1, description="Play the run this many times, independently: results/<id>.r1/, ...; "
+                        "the leaderboard shows the mean and its 95 % confidence interval over them")
+
+    def repeat_ids(self, repeat: int | None = None) -> list[str]:
+        """The id of each repeat, stable: the run's own id when played once, else <id>.r1, <id>.r2, ..."""
+        n = repeat or self.repeat
+        return [self.id] if n == 1 else [f"{self.id}.r{k}" for k in range(1, n + 1)]
 
 
 class Config(Strict):
@@ -139,6 +185,8 @@ class Config(Strict):
     schema_ref: str | None = Field(None, alias="$schema", description="Path or URL of this file's JSON Schema, "
                                    "for editors (config.schema.json)")
     persona: PersonaConfig = PersonaConfig()
+    judge: JudgeSetting = Field(JudgeConfig(), description='Who grades: a judge model (default: the persona\'s, '
+                                '"rules" for the scripted one) or "persona", the persona itself as it chats')
     compaction: CompactionConfig = CompactionConfig()
     browser: BrowserConfig = BrowserConfig()
     results_dir: PathText = Field("results", min_length=1, description="Where each run's folder and report.md go")
@@ -160,6 +208,23 @@ class Config(Strict):
 
     def persona_for(self, run: RunConfig) -> PersonaConfig:
         return run.persona or self.persona
+
+    def id_clashes(self, repeat: int | None = None) -> list[Problem]:
+        """Runs (or their repeats, each played `repeat` times if given) that would share a results folder."""
+        problems = []
+        seen: dict[str, int] = {}
+        for i, run in enumerate(self.runs):
+            for run_id in run.repeat_ids(repeat):
+                if run_id in seen:
+                    what = f"run id {run_id!r}" + (f" (a repeat of {run.id!r})" if run_id != run.id else "")
+                    problems.append(self.problem(("runs", i, "id"), f"{what} repeats run {seen[run_id]}"))
+                seen.setdefault(run_id, i)
+        return problems
+
+    def judge_for(self, run: RunConfig) -> JudgeConfig | None:
+        """The run's judge with every default filled in; None when the persona grades ("persona")."""
+        judge = run.judge if run.judge is not None else self.judge
+        return None if judge == "persona" else judge.resolved(self.persona_for(run))
 
     def benchmark_path(self, run: RunConfig) -> Path:
         return (self.base_dir / run.benchmark).resolve()
@@ -184,12 +249,7 @@ def load_config(path: Path) -> Config:
         config = Config.model_validate({**data, "base_dir": path.resolve().parent, "source": path, "locations": lines})
     except ValidationError as e:
         raise InputError(pydantic_problems(e, path, lines)) from None
-    problems = []
-    seen: dict[str, int] = {}
-    for i, run in enumerate(config.runs):
-        if run.id in seen:
-            problems.append(config.problem(("runs", i, "id"), f"run id {run.id!r} repeats run {seen[run.id]}"))
-        seen[run.id] = i
+    problems = config.id_clashes()
     if trouble := _unwritable(config.results_path()):
         problems.append(config.problem(("results_dir",), f"results_dir: {trouble}"))
     if problems:

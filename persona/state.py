@@ -94,20 +94,63 @@ class SendCount(BaseModel):
         return self.typed - self.not_taken
 
 
+class ItemMark(BaseModel):
+    """One expected item of a check, as a judge found it in the agent's answer."""
+
+    item: str  # the expected item, as the benchmark writes it
+    correct: bool
+    evidence: str = ""  # the agent's words that decided it
+
+
+class Grade(BaseModel):
+    """One grader's verdict on one check: the persona's own, or a judge's (scored by code from its items)."""
+
+    grader: str  # "persona", "rules" (the offline judge) or the judge model's name
+    raw_score: float  # before the ×0.5 memory-search rule
+    score: float
+    second_attempt: bool = False
+    comment: str = ""
+    items: list[ItemMark] = []  # a judge's: each expected item, right or not
+
+
+class QuotedTurn(BaseModel):
+    """One exchange as the chat showed it, quoted on the evaluation that graded its reply."""
+
+    turn: int
+    sent: str
+    reply: list[str]  # every bubble of the agent's reply
+
+
 class Evaluation(BaseModel):
     check_id: str
     category: Category
     question: str
     expected: str
-    answer: str
+    answer: str  # the persona's summary of the agent's answer
+    # The grade of record: the judge's, or the persona's own when config `judge` is "persona".
     raw_score: float  # as the grader gave it
     score: float  # after the ×0.5 second-attempt rule
     second_attempt: bool = False
     comment: str = ""
+    grader: str = "persona"
+    items: list[ItemMark] = []
+    persona_grade: Grade | None = None  # with a judge: the persona's own score and comment, kept beside
+    agent_turns: list[QuotedTurn] = []  # the chat from the question to the grade: what the judge read
     phase: int
     turn: int
     session: int
     graded_at: datetime = Field(default_factory=now)
+
+    @property
+    def grade(self) -> Grade:
+        return Grade(grader=self.grader, raw_score=self.raw_score, score=self.score,
+                     second_attempt=self.second_attempt, comment=self.comment, items=self.items)
+
+    def regraded(self, grade: Grade) -> Evaluation:
+        """This evaluation as another grading set scores it (the persona's own grade stays beside)."""
+        return self.model_copy(update={"raw_score": grade.raw_score, "score": grade.score, "grader": grade.grader,
+                                       "second_attempt": grade.second_attempt, "comment": grade.comment,
+                                       "items": grade.items})
 
 
 class AgentSession(BaseModel):
@@ -142,6 +185,7 @@ class Claim(BaseModel):
 
     turn: int  # messages the agent had answered then
     step: int  # the persona call it was part of: its other tool calls count as the same moment
+    since: int | None = None  # a grade's: the turn its window of exchanges began after (shared by its call's grades)
 
 
 class Usage(BaseModel):
@@ -155,16 +199,70 @@ class Usage(BaseModel):
     retry_causes: dict[str, int] = {}
     by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
 
-    def add(self, phase: int, prompt: int, completion: int) -> None:
-        self.calls += 1
+    def add(self, phase: int, prompt: int, completion: int, calls: int = 1) -> None:
+        self.calls += calls
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         p, c = self.by_phase.get(phase, [0, 0])
         self.by_phase[phase] = [p + prompt, c + completion]
 
+    def record(self, phase: int, prompt: int, completion: int, *, cached: int | None = None, counted: bool = False,
+               retries: list[str] | None = None) -> None:
+        """One model call: its tokens (`counted`: ours, the response reported none), the part of the prompt
+        the provider's cache served (None: it did not say), and why the client sent it again, if it did."""
+        self.add(phase, prompt, completion)
+        self.counted += counted
+        if cached is not None:
+            self.cached_tokens += cached
+            self.cache_reported += 1
+        for cause in retries or []:
+            self.retries += 1
+            self.retry_causes[cause] = self.retry_causes.get(cause, 0) + 1
+
+    def merge(self, other: Usage, phase: int) -> None:
+        """Another account's calls (a judge's, for one check) added to this one, all in `phase`."""
+        self.add(phase, other.prompt_tokens, other.completion_tokens, other.calls)
+        self.cached_tokens += other.cached_tokens
+        self.cache_reported += other.cache_reported
+        self.counted += other.counted
+        self.retries += other.retries
+        for cause, n in other.retry_causes.items():
+            self.retry_causes[cause] = self.retry_causes.get(cause, 0) + n
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class Provenance(BaseModel):
+    """What produced a run and its grades, recorded at its start and again whenever a resume differs."""
+
+    at: datetime = Field(default_factory=now)
+    tool_version: str
+    git_commit: str | None = None  # when run from a checkout; "+dirty" when it had uncommitted changes
+    benchmark_files: dict[str, str]  # every file the benchmark reads -> its sha256
+    benchmark_sha256: str  # of all of them together
+    persona_model: str
+    persona_host: str | None = None  # the endpoint's host, never a key
+    judge: str  # "persona", "rules" or the judge model
+    judge_host: str | None = None
+    system_prompt_sha256: str
+    rubric_sha256: str | None = None  # with a judge model
+    driver: str
+    profile_sha256: str | None = None  # the driver profile's selectors and settings, as the run used them
+    browser: str | None = None  # e.g. "chromium 140.0.7339.185"
+    accepted_change: bool = False  # resumed over a changed benchmark, by `mmb run --accept-benchmark-change`
+
+    def differences(self, other: Provenance) -> list[str]:
+        """The fields in which `other` differs from this record (its time aside)."""
+        mine, theirs = self.model_dump(exclude={"at", "accepted_change"}), other.model_dump(exclude={"at", "accepted_change"})
+        return [k for k in mine if mine[k] != theirs[k]]
+
+
+# How state.judge_notes (and a grading set's notes) start: what a judge's answers needed.
+ASKED_AGAIN = "asked again: "  # no valid verdict: the judge was asked again, and why
+TEXT_VERDICT = "verdict taken from the text, not a grade call"
+QUIRK = "response cleaned: "  # something a response had that is never sent back (reasoning fields, ...)
 
 
 class RunState(BaseModel):
@@ -174,6 +272,8 @@ class RunState(BaseModel):
     benchmark_title: str = ""
     driver: str
     persona_model: str
+    repeat_of: str | None = None  # the configured run's id, when this run is one of its repeats
+    repeat: int | None = None  # which repeat, from 1
     status: Status = "new"
     error: str | None = None
     ends: int = 0  # times this run ended (finished, failed, interrupted), each with a report.md entry
@@ -209,6 +309,11 @@ class RunState(BaseModel):
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
+    judge: str = "persona"  # who grades: "persona" (config judge: "persona"), "rules", or the judge model
+    judge_usage: Usage = Usage()
+    judge_notes: list[str] = []  # judge answers asked again (and why), verdicts taken from text: by check
+    provenance: list[Provenance] = []  # the start's record, then one per resume that differed
+    grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
 
     @field_validator("loaded_files", mode="before")
     @classmethod

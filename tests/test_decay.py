@@ -81,4 +81,6 @@ def test_ages_count_turns_and_tokens_from_the_last_change_to_the_question():
 def test_the_asked_turn_falls_back_to_the_graded_turn():
     state, exchanges, _ = demo_run()
     e = state.evaluations[0].model_copy(update={"question": "Something never typed"})
+    assert asked_turn(e, exchanges) == 7, "where the chat the grader read begins, whatever the words"
+    e = e.model_copy(update={"agent_turns": []})  # a run of an older version
     assert asked_turn(e, exchanges) == e.turn

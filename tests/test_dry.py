@@ -44,7 +44,7 @@ def test_the_skeleton_dry_runs_at_full_coverage_and_ten(tmp_path, language):
     state = result.state
     assert result.ok, text
     assert state.status == "finished" and len(state.evaluations) == 8
-    assert all(e.score == 10 and not e.second_attempt for e in state.evaluations)
+    assert all(e.score == 10 and not e.second_attempt and e.grader == "rules" for e in state.evaluations)
     assert [s.reason for s in state.sessions] == ["start", "newSession"]
     assert state.persona_compactions, "SMALL compaction settings apply to the dry run"
     assert "checks     8 of 8 graded (coverage 100 %), mean 10.00 / 10" in text

@@ -56,6 +56,10 @@ def test_demo_run_writes_state_and_report(reference):
     assert any(e["second_attempt"] and e["score"] == 5 for e in state["evaluations"])
     report = (results / "report.md").read_text()
     assert "Coverage audit:** 10 of 10 planned checks graded" in report
+    provenance, = state["provenance"]
+    assert provenance["browser"].startswith("chromium ") and provenance["driver"] == "demo"
+    assert len(provenance["profile_sha256"]) == 64 and f"browser {provenance['browser']}" in report
+    assert {e["grader"] for e in state["evaluations"]} == {"rules"} and "Graded by:** the offline rule judge" in report
     assert "#### d6 [aggregate] — 0/10" in report and "- **Expected:** 2" in report
     assert "finished: mean" in reference["stdout"]
     transcript = (results / "demo" / "transcript.jsonl").read_text().splitlines()
@@ -76,6 +80,9 @@ def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_c
     counts = autopsy.split("| **all** |")[1].split("\n")[0]
     assert [int(n.strip(" *")) for n in counts.split("|") if n.strip()] == [4, 2, 1, 1, 1]  # every class at least once
     assert "**d2** [updated] 0/10 — **stale**" in autopsy and "**d5** [preference] 0/10 — **never stored**" in autopsy
+    judged = json.loads((memory / "judged.json").read_text())  # the run's judge (offline: rules) asked where the matcher found nothing
+    assert {k: (v["judge"], v["items"]) for k, v in judged.items()} == {"d5": ("rules", [False])}
+    assert "memory autopsy: the judge (rules) read the memory for 1 check(s) the matcher found nowhere" in reference["state"]["log"]
     html = (results / "demo" / "report.html").read_text()
     assert 'id="memory-autopsy"' in html and '<details class="diff">' in html
 
@@ -146,14 +153,18 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write
     assert done.returncode == 0, done.stderr
     state = load_state(tmp_path / "results")
     assert evaluations(state) == evaluations(reference["state"])
-    checks, played = server.requests[:3], server.requests[3:]
+    checks, judge_check, played = server.requests[:3], server.requests[3], server.requests[4:]
     assert all("check a tool protocol" in r["messages"][0]["content"] for r in checks), "the preflight comes first"
     assert "persona model test-model: answers: ok" in done.stdout and not server.rejections
+    assert judge_check["tools"][0]["function"]["name"] == "grade" and judge_check["temperature"] == 0
+    assert "judge model test-model: gives a verdict: ok; grades a plain answer right: ok" in done.stdout
+    graded = [r for r in played if r["tools"][0]["function"]["name"] == "grade"]
     first = played[0]
     assert first["model"] == "test-model" and first["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in first["tools"]][:3] == ["next_phase", "facts_read", "facts_mark_told"]
     assert "# Your scenario" in first["messages"][0]["content"]
-    assert state["usage"]["calls"] == len(played)
+    assert state["usage"]["calls"] == len(played) - len(graded)
+    assert state["judge_usage"]["calls"] == len(graded) == 10 and state["judge"] == "test-model"  # its judge: the same endpoint
     for path in (tmp_path / "results").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

@@ -23,7 +23,7 @@ def test_a_row_per_check_with_the_agents_own_words_and_the_turns(rows):
     d1 = by_id["d1"]  # asked at turn 7 ("you never told me"), answered after a memory search at turn 8
     assert (d1.run_id, d1.agent, d1.persona, d1.benchmark, d1.category, d1.phase) == ("r1", "demo", "scripted", "demo", "single", 4)
     assert d1.agent_reply == "I don't think you told me that.\n\nHe is a carpenter."
-    assert d1.persona_summary == "He is a carpenter." and d1.grader == "scripted" and d1.grader_comment == "graded"
+    assert d1.persona_summary == "He is a carpenter." and d1.grader == "rules" and d1.grader_comment == "graded"
     assert (d1.score, d1.raw_score, d1.retry, d1.session) == (5, 10, True, 1)
     assert (d1.fact, d1.fact_turn, d1.fact_basis, d1.asked_turn, d1.graded_turn) == ("family 1.1", 1, "told", 7, 8)
     d2 = by_id["d2"]  # the personal best was told at turn 2 and changed at turn 5

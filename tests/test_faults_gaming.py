@@ -15,6 +15,7 @@ import pytest
 from drivers.base import ChatDriver, Reply, SendJournal, SessionInfo
 from persona.benchmark.loader import load_benchmark
 from persona.config import CompactionConfig, PersonaConfig
+from persona.engine.judge import Judge
 from persona.engine.llm import OpenAIPersona
 from persona.engine.loop import PersonaLoop
 from persona.engine.model import PersonaModel
@@ -65,12 +66,14 @@ class ScriptedAgent(ChatDriver):
         return f"mem:{self.sessions}"
 
 
-def play_against(agent: ChatDriver, model: PersonaModel, folder: Path) -> RunState:
-    bench = load_benchmark(DEMO_BENCH)
+def play_against(agent: ChatDriver, model: PersonaModel, folder: Path, judge: Judge | None = None,
+                 benchmark: Path = DEMO_BENCH) -> RunState:
+    bench = load_benchmark(benchmark)
     state = RunState(run_id="g", benchmark="demo", driver=agent.name, persona_model=model.label,
                      facts={n: f.model_copy(deep=True) for n, f in bench.fact_files.items()})
     loop = PersonaLoop(bench=bench, state=state, store=RunStore(folder), model=model, driver=agent,
-                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), persona=PersonaConfig(max_steps=2000))
+                       counter=TokenCounter("o200k_base"), compaction=CompactionConfig(), persona=PersonaConfig(max_steps=2000),
+                       judge=judge)
     asyncio.run(loop.run())
     return state
 

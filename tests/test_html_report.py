@@ -70,7 +70,7 @@ def test_failures_link_the_session_trace_and_show_the_screenshot(tmp_path):
     text, tags = render(tmp_path, files={"traces/session-1.trace.zip": b"zip", "traces/session-0.trace.zip": b"zip",
                                          "failure-20260101-1.png": b"png"})
     card = text[text.index('id="failed-d2"'):]
-    card = card[:card.index("</div></div>")]
+    card = card[:card.index("<h")]  # d2 is the last imperfect answer
     assert 'href="traces/session-1.trace.zip"' in card and "session-0" not in card  # d2 was in session 1
     assert ("img", {"src": "failure-20260101-1.png", "alt": "failure-20260101-1.png",
                     "style": "max-width:100%;border:1px solid var(--line)"}) in tags
@@ -88,3 +88,15 @@ def test_an_empty_run_renders(tmp_path):
     state = state.model_copy(update={"evaluations": [], "turn": 0})
     html = RunReport(state, [], tmp_path, None, TokenCounter()).render()
     assert "No check graded yet" in html and "(0 turns)" in html
+
+
+def test_a_card_quotes_every_bubble_the_grader_read_and_the_personas_own_grade(tmp_path):
+    text, _ = render(tmp_path)
+    card = text[text.index('id="failed-d1"'):text.index('id="failed-d2"')]
+    assert "<summary>The chat from the question to the grade (what the grader read)</summary>" in card
+    assert "turn 7: What does my partner do for a living?" in card and "I don&#39;t think you told me that." in card
+    assert "turn 8: Please search your memory" in card and "<div class=reply>He is a carpenter.</div>" in card
+    assert "The persona's summary: He is a carpenter." in card and "graded by rules" in card
+    d2 = text[text.index('id="failed-d2"'):]
+    assert "The persona's own grade: 10/10 — looks right" in d2[:d2.index("<h")]
+    assert "<td>Graded by</td><td>the offline rule judge; the persona&#39;s own scores against it: exact 67 %" in text

@@ -20,6 +20,7 @@ from persona.report.cost import PriceTable, money
 from persona.state import RunState, RunStore
 from persona.tokens import TokenCounter
 from tests.conftest import DEMO_BENCH
+from tests.support.judge import is_judge_request
 from tests.support.play import play, scores
 from tests.support.quirk_server import QuirkServer, rewriting, scripted_responder, thinking_aloud
 from tests.support.tiny import TINY
@@ -30,6 +31,11 @@ TINY_SCORES = [("q1", 10.0, False), ("q2", 10.0, False)]
 def persona(server: QuirkServer, **more: Any) -> dict[str, Any]:
     return {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "MMB_TEST_UNSET_KEY",
             "preflight": False, **more}
+
+
+def persona_requests(server: QuirkServer) -> list[dict[str, Any]]:
+    """The persona's requests, without its judge's (by default the same endpoint grades each answer)."""
+    return [r for r in server.requests if not is_judge_request(r["tools"])]
 
 
 def sent(folder: Path) -> list[str]:
@@ -56,7 +62,7 @@ def test_text_beside_tool_calls_is_sent_first_and_the_calls_see_it_told(tmp_path
     assert [m.content for m in state.messages if m.role == "assistant" and m.content] == sent(tmp_path / "results" / "r")
     pets = state.facts["pets"]
     assert [f.told_turn for f in pets.all_facts()] == [1, 2], "marked told in the turn whose text told them"
-    turns = [m for m in server.requests[-1]["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+    turns = [m for m in persona_requests(server)[-1]["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
     assert all(m["content"] is None or m["content"].strip() for m in turns), "no empty text part is sent back"
 
 
@@ -206,10 +212,11 @@ def test_the_profile_seen_is_the_live_copy_and_requests_still_extend_each_other(
         outcome, state = play(tmp_path, benchmark=tiny, persona=persona(server))
     assert outcome.status == "finished", state.error
     assert scores(state) == TINY_SCORES
-    profiles = [m["content"] for m in server.requests[-1]["messages"] if "# Your profile" in (m.get("content") or "")]
+    requests = persona_requests(server)
+    profiles = [m["content"] for m in requests[-1]["messages"] if "# Your profile" in (m.get("content") or "")]
     assert "1.1 I am Tom, 40" in profiles[0] and "1.1 I am Tom, 41 today" in profiles[-1]
     assert "replacing any earlier copy" in profiles[-1]
-    for before, after in zip(server.requests, server.requests[1:], strict=False):
+    for before, after in zip(requests, requests[1:], strict=False):
         assert after["messages"][:len(before["messages"])] == before["messages"], "byte for byte a prefix"
         assert after["tools"] == before["tools"]
 
@@ -225,7 +232,9 @@ def test_cached_tokens_retries_and_each_providers_rules(tmp_path, tiny, profile,
     assert usage.retries == 1 and usage.retry_causes == {"HTTP 429": 1}
     assert "(1 retried by the client: HTTP 429 ×1)" in report
     if profile == "openai":
-        assert usage.cached_tokens == sum(s.cached_tokens for s in server.served) and usage.cache_reported == usage.calls
+        judge = state.judge_usage  # the judge's calls, on the same endpoint, counted the same way
+        assert usage.cached_tokens + judge.cached_tokens == sum(s.cached_tokens for s in server.served)
+        assert usage.cache_reported == usage.calls and judge.cache_reported == judge.calls == len(TINY_SCORES)
         assert "from the provider's cache" in report
         tools = server.requests[0]["tools"]
         assert all(t["function"]["strict"] for t in tools)

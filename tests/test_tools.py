@@ -162,7 +162,7 @@ def test_nothing_is_marked_told_that_did_not_reach_the_agent(box):
 
 
 def test_no_grade_without_a_message_since_the_question_could_be_asked(box):
-    assert "no message has reached the agent in this phase yet" in call(
+    assert "no message had reached the agent in this phase when you wrote this call" in call(
         box, "log_evaluation", check_id="q1", score=10, answer="Ana", comment="c", second_attempt=False)
     assert not box.state.evaluations
     said(box, 3)
@@ -170,7 +170,7 @@ def test_no_grade_without_a_message_since_the_question_could_be_asked(box):
     call(box, "log_evaluation", check_id="q1", score=10, answer="Ana", comment="c", second_attempt=False)
     call(box, "next_phase")
     refused = call(box, "log_evaluation", check_id="q2", score=0, answer="38", comment="c", second_attempt=False)
-    assert "in this phase yet" in refused
+    assert "in this phase when you wrote" in refused
     said(box)
     call(box, "log_evaluation", check_id="q2", score=0, answer="38", comment="c", second_attempt=False)
     assert "since your last log_evaluation" in call(box, "log_evaluation", check_id="q3", score=5, answer="Rui",
@@ -192,6 +192,35 @@ def test_a_grade_beside_the_next_question_is_about_the_answer_before_it(box):
                                second_attempt=False)
 
 
+def test_a_grade_written_beside_the_first_question_is_refused(box):
+    """The question goes out first, but the model wrote the grade before any answer to it: nothing to grade."""
+    said(box)  # the text of this very turn
+    grade = json.dumps({"check_id": "q1", "score": 10, "answer": "Ana", "comment": "c", "second_attempt": False})
+    refused = asyncio.run(box.call("log_evaluation", grade, step=60, decided_at=box.state.turn - 1))
+    assert "in this phase when you wrote this call (a message in the same turn" in refused and not box.state.evaluations
+
+
+def test_grades_of_one_turn_share_its_window(box):
+    """Two checks asked in one message and graded in one turn: both grades read the same exchanges."""
+    from persona.engine.judge import RuleJudge
+    from persona.state import Exchange
+
+    chat = [Exchange(turn=1, session=0, phase=0, sent="Tell me stuff", reply=["ok"])]
+    box.judge, box.exchanges = RuleJudge(), lambda: chat
+    said(box)
+    box.state.transcript_len = 1
+    call(box, "facts_mark_told", file="family", ids=["1.1", "1.2", "2.1"])
+    call(box, "log_evaluation", check_id="q1", score=10, answer="Ana", comment="c")
+    assert "Later" in call(box, "next_phase")
+    chat.append(Exchange(turn=2, session=0, phase=1, sent="How old is Ana, and who is my son?", reply=["39, and Rui."]))
+    said(box)
+    box.state.transcript_len = 2
+    assert "Logged q2" in call(box, "log_evaluation", step=70, check_id="q2", score=0, answer="39", comment="c")
+    assert "Logged q3" in call(box, "log_evaluation", step=70, check_id="q3", score=5, answer="Rui", comment="c")
+    assert [[t.turn for t in e.agent_turns] for e in box.state.evaluations[1:]] == [[2], [2]]
+    assert (box.state.last_grade.since, box.state.last_grade.turn) == (1, 2)
+
+
 def test_bad_calls_come_back_as_errors(box):
     assert "unknown tool 'delete_everything'" in asyncio.run(box.call("delete_everything", "{}"))
     assert "not valid JSON" in asyncio.run(box.call("facts_read", "{file: family"))
@@ -211,3 +240,20 @@ def test_the_last_phase_completes_the_scenario(box):
     said(box)
     call(box, "log_evaluation", check_id="q3", score=5, answer="Rui", comment="half", second_attempt=False)
     assert call(box, "next_phase") == SCENARIO_COMPLETE and box.state.finished
+
+
+def test_with_a_judge_the_grade_is_the_judges_on_the_agents_own_words(box):
+    from persona.engine.judge import RuleJudge
+    from persona.state import Exchange
+
+    chat: list[Exchange] = []
+    box.judge, box.exchanges = RuleJudge(), lambda: chat
+    assert "cannot grade: no message had reached the agent in this phase" in \
+        call(box, "log_evaluation", check_id="q1", score=7, answer="a", comment="c"), "one refusal, judge or not"
+    chat.append(Exchange(turn=1, session=0, phase=0, sent="Who is my wife?", reply=["Hm.", "It's Ana."]))
+    box.state.turn = box.state.transcript_len = 1
+    logged = call(box, "log_evaluation", check_id="q1", score=7, answer="Ana", comment="c")
+    assert logged == "Logged q1; the grader scores it.", "no score back: it would tell the persona the answer"
+    ev, = box.state.evaluations
+    assert (ev.score, ev.grader, ev.persona_grade.score) == (10, "rules", 7)  # 7 is fine as the persona's impression
+    assert [(t.turn, t.reply) for t in ev.agent_turns] == [(1, ["Hm.", "It's Ana."])]

@@ -38,11 +38,11 @@ def allowed_scores(check: Check) -> str:
     return "0 to 10 in proportion to the right items" if check.is_list else "0 or 10"
 
 
-def validate_score(check: Check, score: float) -> str | None:
-    """Why `score` breaks the rules for this check, or None if it is fine."""
+def validate_score(check: Check | None, score: float) -> str | None:
+    """Why `score` breaks the rules for this check (None: for any check), or None if it is fine."""
     if not 0 <= score <= 10:
         return "score must be between 0 and 10"
-    if not check.is_list and score not in (0, 10):
+    if check is not None and not check.is_list and score not in (0, 10):
         return f"check {check.id} has a single expected value: score it 0 or 10"
     return None
 
@@ -94,20 +94,38 @@ class Verdict:
     comment: str
 
 
+def items_found(check: Check, reply: str) -> list[bool]:
+    """Which expected items the reply gives, by rule; for `absent`, whether it says it was never told."""
+    if check.category is Category.absent:
+        return [says_unknown(reply)] * len(check.items)
+    return [matches(item, reply) for item in check.items]
+
+
+def items_score(check: Check, found: list[bool]) -> float:
+    """The rule, applied by code to a grader's item marks: a single value (and `absent`) 0 or 10, a list
+    10 × right / expected."""
+    if not found:
+        return 0.0
+    if check.category is Category.absent or not check.is_list:
+        return 10.0 if all(found) else 0.0
+    return round(10 * sum(found) / len(found), 1)
+
+
+def counts_half(check: Check, after_memory_search: bool) -> bool:
+    """The ×0.5 rule: a right answer given only after "search your memory"; never for `absent`, where
+    saying "you never told me" is itself the right answer."""
+    return after_memory_search and check.category is not Category.absent
+
+
 def grade(check: Check, reply: str) -> Verdict:
     """Grade one reply by rule: numbers, list items, key words."""
     unknown = says_unknown(reply)
+    found = items_found(check, reply)
+    score = items_score(check, found)
     if check.category is Category.absent:
-        if unknown:
-            return Verdict(10, True, "rightly says it was never told")
-        return Verdict(0, False, "claims to know something that was never said")
-    items = check.items
-    right = [item for item in items if matches(item, reply)]
-    score = round(10 * len(right) / len(items), 1)
-    if not check.is_list:
-        score = 10 if right else 0
+        return Verdict(score, unknown, "rightly says it was never told" if score else "claims to know something that was never said")
     if score == 10:
         return Verdict(10, unknown, "matches the expected answer")
-    missing = [i for i in items if i not in right]
-    comment = ("says it was never told" if unknown and not right else f"missing: {'; '.join(missing)}")
+    missing = [item for item, ok in zip(check.items, found, strict=True) if not ok]
+    comment = ("says it was never told" if unknown and not any(found) else f"missing: {'; '.join(missing)}")
     return Verdict(score, unknown, comment)

@@ -104,14 +104,19 @@ _LINKED = re.compile(r"(?P<file>[A-Za-z_][\w-]*)\s+(?P<ids>\d+\.\d+(?:\s*,\s*\d+
 _FENCE_OPEN = re.compile(r"^```\s*(js|javascript)\s*$", re.IGNORECASE)
 
 
-def parse_directives(text: str, file: str, first_line: int = 1) -> tuple[dict, list[Problem]]:
-    """Checks, edits, additions and fact-file references in phase text."""
+def parse_directives(text: str, file: str, first_line: int = 1, *,
+                     answers_required: bool = True) -> tuple[dict, list[Problem]]:
+    """Checks, edits, additions and fact-file references in phase text.
+
+    `answers_required=False` reads phase text as a persona with a judge sees it (`hide_answers`):
+    check lines without their expected answers.
+    """
     out: dict = {"checks": [], "edits": [], "additions": [], "fact_refs": [], "mentions": []}
     problems: list[Problem] = []
     for offset, line in enumerate(text.splitlines()):
         lineno = first_line + offset
         if "❓" in line:
-            check = _parse_check(line, file, lineno, problems)
+            check = _parse_check(line, file, lineno, problems, answers_required)
             if check:
                 out["checks"].append(check)
         elif "✏" in line:
@@ -170,14 +175,21 @@ def _mark_name(line: str) -> str:
     return "check" if "❓" in line else "edit" if "✏" in line else "addition"
 
 
-def _parse_check(line: str, file: str, lineno: int, problems: list[Problem]) -> Check | None:
+def hide_answers(text: str) -> str:
+    """Phase text as a persona with a judge sees it: each check line without its expected answer."""
+    return "\n".join(_ANSWER.split(line, maxsplit=1)[0].rstrip() if "❓" in line else line for line in text.split("\n"))
+
+
+def _parse_check(line: str, file: str, lineno: int, problems: list[Problem], answers_required: bool = True) -> Check | None:
     m = _CHECK.match(line)
     if not m:
         problems.append(Problem(file, lineno, "a check must read '❓ ID [CATEGORY] QUESTION Correct answer: ANSWER'"))
         return None
     rest, _, linked = m["rest"].partition(LINK_MARK)
     parts = _ANSWER.split(rest, maxsplit=1)
-    if len(parts) < 2 or not parts[1].strip():
+    if not answers_required and len(parts) == 1:
+        parts.append("")
+    elif len(parts) < 2 or not parts[1].strip():
         problems.append(Problem(file, lineno, f"check {m['id']} has no expected answer ('Correct answer: ...')"))
         return None
     links = _parse_links(linked, lineno) if LINK_MARK in m["rest"] else None

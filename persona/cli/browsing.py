@@ -19,7 +19,7 @@ from drivers.profile import Profile
 from drivers.registry import GENERIC, build_profile
 from drivers.settings import BrowserConfig
 from persona.config import Config
-from persona.engine.preflight import Preflight, preflight
+from persona.engine.preflight import Preflight, judge_preflight, preflight
 from persona.engine.runner import RunPlan, agent_url
 
 
@@ -85,10 +85,10 @@ async def probe_page(profile: Profile, browser: BrowserConfig, *, base_dir: Path
 
 
 async def check_runs(config: Config, plans: list[RunPlan], say: Callable[[str], None]) -> bool:
-    """`mmb check`: each run's persona model (the run's own preflight) and chat page (a probe, nothing
-    sent), without playing; True when all pass. A model shared by runs is checked once."""
+    """`mmb check`: each run's persona model and judge model (the run's own preflight) and chat page (a
+    probe, nothing sent), without playing; True when all pass. A model shared by runs is checked once."""
     ok = True
-    checked: dict[tuple[str | None, str], Preflight] = {}
+    checked: dict[tuple[str | None, ...], Preflight] = {}
     for plan in plans:
         if plan.persona.kind == "openai":
             key = (plan.persona.base_url, plan.persona.model)
@@ -97,6 +97,11 @@ async def check_runs(config: Config, plans: list[RunPlan], say: Callable[[str], 
             ok = ok and report.ok
         else:
             say(f"[{plan.run.id}] persona: scripted (offline, nothing to check)")
+        if plan.judge is not None and plan.judge.kind == "openai":
+            key = ("judge", plan.judge.base_url, plan.judge.model or "")
+            checked[key] = report = checked.get(key) or await judge_preflight(plan.judge)
+            say(f"[{plan.run.id}] {report.render()}")
+            ok = ok and report.ok
         if plan.profile is None:
             say(f"[{plan.run.id}] agent: {plan.run.agent.driver}, in process (no chat page)")
             continue

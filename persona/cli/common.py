@@ -39,13 +39,21 @@ def fail(problems: InputError | str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+class _ConsoleHandler(logging.StreamHandler):
+    """mmb's own console handler: one at a time, however often a process runs a command."""
+
+
 def console_logging(verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    # An earlier command's handler (commands run in one process, as tests run them) may write to a closed stream.
+    for old in [h for h in root.handlers if isinstance(h, _ConsoleHandler)]:
+        root.removeHandler(old)
+    handler = _ConsoleHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
     handler.addFilter(RedactingFilter())
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
 def config_or_fail(path: Path) -> Config:

@@ -54,6 +54,8 @@ def report(
     merge: Annotated[bool, typer.Option("--merge", help="First copy the runs of the DIRS (other machines' results "
                                         "folders, shards) into the results folder")] = False,
     dirs: Annotated[list[Path] | None, typer.Argument(help="With --merge: results folders to merge", show_default=False)] = None,
+    grading: Annotated[str | None, typer.Option("--grading", help="Show this grading set (`mmb regrade`) where a run "
+                                                "has it; the pages say which they show")] = None,
 ) -> None:
     """Rebuild every run's report.html, the leaderboard and index.html from the saved states, and write
     the report.md entries a kill left unwritten."""
@@ -78,7 +80,7 @@ def report(
     counter = TokenCounter(cfg.compaction.encoding) if cfg else None
     for run in complete_entries(folder, benches, run_ids, _prices(cfg)):
         typer.echo(f"{folder / 'report.md'}: wrote the entry of {run.name}'s last end (a kill had left it unwritten)")
-    written = rebuild(folder, benches, run_ids, counter, _prices(cfg))
+    written = rebuild(folder, benches, run_ids, counter, _prices(cfg), grading)
     if not written:
         fail(f"no runs in {folder}", EXIT_BAD_INPUT)
     for path in written:

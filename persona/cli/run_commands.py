@@ -50,6 +50,10 @@ def run(
                                                      "score is below this (default: the config's fail_under)")] = None,
     shard: Annotated[str | None, typer.Option("--shard", help="i/n: play only this machine's share of the runs "
                                               "(sorted by id, dealt round-robin); mmb report --merge joins the shards")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", min=1, help="Play each run N times, independently "
+                                               "(results/<id>.r1/ ...), over its `repeat` in the config")] = None,
+    accept_benchmark_change: Annotated[bool, typer.Option(
+        "--accept-benchmark-change", help="Resume runs whose benchmark files changed since they started")] = False,
 ) -> None:
     """Play the runs of the config (all, or --run ID...). Reruns continue where they stopped."""
     from persona.engine.runner import Runner, plan_runs
@@ -71,7 +75,7 @@ def run(
     console_logging(verbose)
     try:
         cfg = load_config(config)
-        plans = plan_runs(cfg, run_ids)
+        plans = plan_runs(cfg, run_ids, repeat)
     except InputError as e:
         fail(e)
     apply_overrides(cfg, headed, slow_mo, trace, video)
@@ -80,7 +84,8 @@ def run(
         typer.echo(f"shard {share[0]}/{share[1]}: {len(plans)} run(s): {', '.join(p.run.id for p in plans) or 'none'}")
     try:
         with make_progress() as progress:
-            outcomes = asyncio.run(Runner(cfg, progress=progress).run_all(plans))
+            runner = Runner(cfg, progress=progress, accept_benchmark_change=accept_benchmark_change)
+            outcomes = asyncio.run(runner.run_all(plans))
     except KeyboardInterrupt:
         interrupted("the state is saved; run the same command again to continue")
     except RunError as e:

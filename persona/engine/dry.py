@@ -23,7 +23,7 @@ from pathlib import Path
 from persona.benchmark.links import link_checks
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
-from persona.config import AgentConfig, CompactionConfig, Config, PersonaConfig, RunConfig, load_config
+from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, PersonaConfig, RunConfig, load_config
 from persona.errors import InputError, Problem
 from persona.report.cost import Cost, PriceTable, money
 from persona.report.progress import Progress
@@ -159,7 +159,8 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
     run = RunConfig(id=folder.name, benchmark=str(bench.root), agent=AgentConfig(driver=ORACLE))
     config = Config(runs=[run], compaction=compaction, results_dir=str(results_dir.resolve()))
     persona = persona or PersonaConfig(kind="scripted", max_steps=step_budget(bench), budget_tokens=None)
-    plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder)
+    plan = RunPlan(run=run, bench=bench, profile=None, persona=persona, folder=folder,
+                   judge=JudgeConfig(kind="rules"))  # as a real run is graded: the persona sees no answers
     # Its report.md entry goes to the dry folder, never to the real report.md; its pages join the folder's.
     await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore, progress=progress,
                  entries_dir=folder).run_one(plan, None)

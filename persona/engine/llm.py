@@ -21,7 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from persona.config import PersonaConfig
+from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.model import ModelTurn
 from persona.engine.tools import plain_specs
 from persona.errors import RunError
@@ -46,14 +46,14 @@ def is_loopback(url: str | None) -> bool:
     return bool(url) and urlparse(url).hostname in LOOPBACK_HOSTS
 
 
-def api_key(cfg: PersonaConfig) -> str:
+def api_key(cfg: PersonaConfig | JudgeConfig, role: str = "persona") -> str:
     key = os.environ.get(cfg.api_key_env, "")
     if key:
         register_secret(key)
         return key
     if is_loopback(cfg.base_url):
         return "not-needed"  # local servers (vLLM, llama.cpp, Ollama) take any key
-    raise RunError(f"the persona model needs an API key: set the environment variable {cfg.api_key_env}")
+    raise RunError(f"the {role} model needs an API key: set the environment variable {cfg.api_key_env}")
 
 
 def strict_schemas(cfg: PersonaConfig) -> bool:
@@ -66,7 +66,8 @@ def strict_schemas(cfg: PersonaConfig) -> bool:
 class Attempts:
     """Every HTTP attempt of the current request, seen from the client's event hooks."""
 
-    def __init__(self) -> None:
+    def __init__(self, role: str = "persona") -> None:
+        self.role = role
         self.sent = 0
         self.failures: list[str] = []  # why an attempt did not give a chat completion, where a response said
         self.http: Any = None  # the httpx module the openai client uses (httpx, or httpx2 in newer releases)
@@ -89,7 +90,7 @@ class Attempts:
 
     def _failed(self, cause: str, body: str) -> None:
         self.failures.append(cause)
-        log.warning("persona model: %s: %s; retrying if the client has retries left", cause, redact(body[:300]))
+        log.warning("%s model: %s: %s; retrying if the client has retries left", self.role, cause, redact(body[:300]))
 
     def retry_causes(self) -> list[str]:
         """One cause per retry: the failed responses, and for attempts that got none, a timeout or a drop."""
@@ -112,16 +113,19 @@ def _http_module(client_class: type) -> Any:
 
 
 class OpenAIPersona:
-    def __init__(self, cfg: PersonaConfig):
+    """The persona's model client; the judge uses it too (`role` names which one an error is about)."""
+
+    def __init__(self, cfg: PersonaConfig, *, role: str = "persona"):
         import openai
 
         self.cfg = cfg
         self.label = cfg.model
-        self.attempts = Attempts()
+        self.role = role
+        self.attempts = Attempts(role)
         http_client = openai.DefaultAsyncHttpxClient(
             event_hooks={"request": [self.attempts.on_request], "response": [self.attempts.on_response]})
         self.attempts.http = _http_module(type(http_client))
-        self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg), max_retries=cfg.max_retries,
+        self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg, role), max_retries=cfg.max_retries,
                                          timeout=cfg.timeout_s, http_client=http_client)
         self.strict = strict_schemas(cfg)
 
@@ -137,10 +141,10 @@ class OpenAIPersona:
                 tools=tools if self.strict else plain_specs(tools), temperature=self.cfg.temperature)
         except openai.APIStatusError as e:
             if self.attempts.sent > 1 or e.status_code >= 500:
-                raise RunError(f"persona model failed {self.attempts.sent} times, last: {_describe(e)}") from None
-            raise RunError(f"persona model refused the request: {_describe(e)}{_hint(e)}") from None
+                raise RunError(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}") from None
+            raise RunError(f"{self.role} model refused the request: {_describe(e)}{_hint(e, self.role)}") from None
         except openai.APIConnectionError as e:  # timeouts too
-            raise RunError(f"persona model failed {self.attempts.sent} times, last: {_describe(e)}") from None
+            raise RunError(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}") from None
         turn = parse_turn(response)
         turn.retries = self.attempts.retry_causes()
         return turn
@@ -201,11 +205,11 @@ def _describe(error: Exception) -> str:
     return f"HTTP {status}: {text}" if status else f"{type(error).__name__}: {text}"
 
 
-def _hint(error: openai.APIStatusError) -> str:
+def _hint(error: openai.APIStatusError, role: str = "persona") -> str:
     if error.status_code == 429:
         return " (the endpoint asked to wait longer than the client's 120 s; run again later)"
     if error.status_code in (401, 403):
-        return " (check the key in the environment variable named by persona.api_key_env)"
+        return f" (check the key in the environment variable named by {role}.api_key_env)"
     if error.status_code == 404:
-        return " (check persona.base_url and persona.model)"
+        return f" (check {role}.base_url and {role}.model)"
     return ""

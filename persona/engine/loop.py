@@ -24,6 +24,7 @@ from persona.crashpoints import crash_point
 from persona.engine.channel import AgentChannel
 from persona.engine.compaction import CompactionError, Limits, plan_cut
 from persona.engine.intake import outgoing_text, repair_history, take_calls
+from persona.engine.judge import Judge
 from persona.engine.model import ModelTurn, PersonaModel
 from persona.engine.replies import wrap_reply
 from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
@@ -49,7 +50,7 @@ class PersonaLoop:
     def __init__(self, *, bench: Benchmark, state: RunState, store: RunStore, model: PersonaModel,
                  driver: ChatDriver, counter: TokenCounter, compaction: CompactionConfig,
                  persona: PersonaConfig | None = None, prices: PriceTable | None = None,
-                 on_change: Callable[[RunState], None] | None = None):
+                 on_change: Callable[[RunState], None] | None = None, judge: Judge | None = None):
         self.bench = bench
         self.state = state
         self.store = store
@@ -60,9 +61,10 @@ class PersonaLoop:
         self.persona = persona or PersonaConfig()
         self.prices = prices or PriceTable()  # budget_usd: the persona model's price, shipped or configured
         self.on_change = on_change
-        self.scenario = Scenario(bench, state, self.channel.new_session)
-        self.tools = ToolBox(bench, state, self.scenario)
-        self.system = system_prompt(bench)
+        self.judged = judge is not None  # a judge grades: the persona never sees an expected answer
+        self.scenario = Scenario(bench, state, self.channel.new_session, judged=self.judged)
+        self.tools = ToolBox(bench, state, self.scenario, judge=judge, exchanges=store.transcript)
+        self.system = system_prompt(bench, judged=self.judged)
         self.fixed_tokens = counter.count(self.system) + MESSAGE_OVERHEAD + counter.count(json.dumps(TOOL_SPECS))
         self._clock = time.monotonic()
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
@@ -237,21 +239,14 @@ class PersonaLoop:
         """Add the turn's usage (ours where it reported none); `counted` is our count of its request."""
         usage, phase = self.state.usage, self.state.phase
         prompt, completion = turn.prompt_tokens, turn.completion_tokens
-        if prompt is None or completion is None:
-            usage.counted += 1
+        ours = prompt is None or completion is None
         if prompt is None:
             prompt = counted
         elif counted:
             self._scale = max(1.0, prompt / counted)
         if completion is None:
             completion = self.counter.count(turn.content) + sum(self.counter.count(c.arguments) for c in turn.tool_calls)
-        usage.add(phase, prompt, completion)
-        if turn.cached_tokens is not None:
-            usage.cached_tokens += turn.cached_tokens
-            usage.cache_reported += 1
-        usage.retries += len(turn.retries)
-        for cause in turn.retries:
-            usage.retry_causes[cause] = usage.retry_causes.get(cause, 0) + 1
+        usage.record(phase, prompt, completion, cached=turn.cached_tokens, counted=ours, retries=turn.retries)
         for quirk in turn.quirks:
             self.state.note_quirk(quirk)
 
@@ -274,7 +269,7 @@ class PersonaLoop:
         kept = self.state.messages[cut.index:]
         self.state.messages = []
         self._counted = (0, 0)
-        self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state, cut.in_phase)))
+        self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state, cut.in_phase, self.judged)))
         self.state.messages += kept
         after = self._context_tokens()
         self.state.persona_compactions.append(PersonaCompaction(
@@ -285,4 +280,4 @@ class PersonaLoop:
         self.save()
 
     def _note_tokens(self, in_phase: bool) -> int:
-        return MESSAGE_OVERHEAD + self.counter.count(compaction_note(self.bench, self.state, in_phase))
+        return MESSAGE_OVERHEAD + self.counter.count(compaction_note(self.bench, self.state, in_phase, self.judged))

@@ -1,23 +1,31 @@
 """Before a long run, a few cheap calls show that the persona model can play it: it answers, it calls a
 tool in this protocol, its endpoint takes that call and its result back in the history (the strict
-checks real servers make, Gemini's thought signatures), and it reports usage. A model or endpoint
-that can't is refused in seconds, saying what failed, not an hour into a marathon. `mmb check` runs
-the same checks alone. The calls go through the run's own client path (retries, timeouts, repairs).
+checks real servers make, Gemini's thought signatures), and it reports usage. A judge model, when
+one grades, gets one real judge call on a plain answer: it gives a verdict (the `grade` tool, or
+text, which runs accept and count), grades that answer right, and reports usage. A model or
+endpoint that can't is refused in seconds, saying what failed, not an hour into a marathon. `mmb
+check` runs the same checks alone. The calls go through the run's own client path (retries,
+timeouts, repairs; the judge's own asking again).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
-from persona.config import PersonaConfig
+from persona.benchmark.phases import Category
+from persona.benchmark.phases import Check as BenchCheck
+from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.intake import strip_reasoning
+from persona.engine.judge import JudgeFailed, ModelJudge
 from persona.engine.llm import OpenAIPersona
 from persona.engine.model import ModelTurn
 from persona.engine.tools import TOOL_SPECS
 from persona.errors import RunError
-from persona.state import PersonaMessage, ToolCall
+from persona.state import TEXT_VERDICT, PersonaMessage, QuotedTurn, ToolCall
 
 SYSTEM = "You check a tool protocol. Do exactly what the user asks, briefly."
 SAY = "Reply with one short sentence saying hello."
@@ -33,9 +41,15 @@ class Check:
     detail: str = ""
 
 
+# The judge's probe: an answer no working judge can grade wrong.
+JUDGE_CHECK = BenchCheck(id="preflight", category=Category.single, question="How old am I?", answer="30")
+JUDGE_TURNS = [QuotedTurn(turn=1, sent="How old am I?", reply=["You told me you are 30 years old."])]
+
+
 @dataclass
 class Preflight:
     model: str
+    role: str = "persona"
     checks: list[Check] = field(default_factory=list)
     calls: int = 0
     prompt_tokens: int = 0
@@ -47,7 +61,7 @@ class Preflight:
 
     def render(self) -> str:
         parts = [f"{c.name}: {'ok' if c.ok else 'FAILED'}" + (f" ({c.detail})" if c.detail else "") for c in self.checks]
-        return (f"persona model {self.model}: " + "; ".join(parts)
+        return (f"{self.role} model {self.model}: " + "; ".join(parts)
                 + f" — {self.calls} calls, {self.prompt_tokens:,} tokens in, {self.seconds:.1f} s")
 
     def failure(self) -> str:
@@ -57,19 +71,55 @@ class Preflight:
 
 async def preflight(cfg: PersonaConfig) -> Preflight:
     """Run the checks with the configured model; never raises for what the model or endpoint does."""
-    report = Preflight(cfg.model)
+    return await _timed(Preflight(cfg.model), lambda: OpenAIPersona(cfg), _run_checks)
+
+
+async def judge_preflight(cfg: JudgeConfig) -> Preflight:
+    """The judge's check: one judge call as a run makes it; never raises for what the model or endpoint does."""
+    return await _timed(Preflight(cfg.label, role="judge"), lambda: ModelJudge(cfg), _judge_checks)
+
+
+class _Client(Protocol):
+    async def aclose(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Client)
+
+
+async def _timed(report: Preflight, make: Callable[[], C], run: Callable[[C, Preflight], Awaitable[None]]) -> Preflight:
+    """Make the client (failing that, the `connects` check fails), run the checks with it, close it; timed."""
     began = time.monotonic()
     try:
-        model = OpenAIPersona(cfg)
+        client = make()
     except RunError as e:
         report.checks.append(Check("connects", False, str(e)))
         return report
     try:
-        await _run_checks(model, report)
+        await run(client, report)
     finally:
-        await model.aclose()
+        await client.aclose()
         report.seconds = time.monotonic() - began
     return report
+
+
+async def _judge_checks(judge: ModelJudge, report: Preflight) -> None:
+    try:
+        judged = await judge.grade(JUDGE_CHECK, JUDGE_TURNS)
+    except JudgeFailed as e:  # what its attempts cost is still shown
+        report.checks.append(Check("gives a verdict", False, str(e)))
+        report.calls, report.prompt_tokens = e.judged.usage.calls, e.judged.usage.prompt_tokens
+        return
+    report.calls, report.prompt_tokens = judged.usage.calls, judged.usage.prompt_tokens
+    as_text = TEXT_VERDICT in judged.notes
+    report.checks.append(Check("gives a verdict", True, "as text, not a grade call (accepted, counted)" if as_text else ""))
+    right = all(m.correct for m in judged.grade.items)
+    report.checks.append(Check("grades a plain answer right", right, "" if right else
+                               f"it marked {JUDGE_TURNS[0].reply[0]!r} wrong for the expected {JUDGE_CHECK.answer!r}: "
+                               f"{judged.grade.comment[:120]!r}"))
+    missing = judged.usage.counted  # no budget reads the judge's tokens: counted with tiktoken, the report says so
+    report.checks.append(Check("reports usage", True, f"no: {missing} of {judged.usage.calls} responses without usage, "
+                               "counted with tiktoken" if missing else "cached tokens reported"
+                               if judged.usage.cache_reported else "no cached tokens reported"))
 
 
 async def _ask(model: OpenAIPersona, report: Preflight, messages: list[dict], name: str) -> ModelTurn | None:

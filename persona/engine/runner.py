@@ -24,14 +24,16 @@ from drivers.resilient import ResilientDriver
 from drivers.tracing import show_trace_command
 from drivers.url_secrets import ChatUrl
 from persona.benchmark.loader import Benchmark, load_benchmark
-from persona.config import Config, PersonaConfig, RunConfig
+from persona.config import Config, JudgeConfig, PersonaConfig, RunConfig
 from persona.crashpoints import crash_point
+from persona.engine.judge import Judge, make_judge, memory_judge
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
-from persona.engine.memory import watch_memory
+from persona.engine.memory import judge_paraphrases, watch_memory
 from persona.engine.model import PersonaModel
 from persona.engine.oracle import OracleDriver
-from persona.engine.preflight import preflight
+from persona.engine.preflight import Preflight, judge_preflight, preflight
+from persona.engine.provenance import check_benchmark, make_provenance, record
 from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.cost import PriceTable, money
@@ -39,7 +41,7 @@ from persona.report.markdown import append_entry_once, mean
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run, run_autopsy
 from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
-from persona.state import RunState, RunStore
+from persona.state import Provenance, RunState, RunStore
 from persona.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,9 @@ class RunPlan:
     persona: PersonaConfig
     folder: Path
     login: SavedLogin | None = None  # agent.auth: read in place, never copied into the folder
+    judge: JudgeConfig | None = None  # None: the persona grades as it goes (config `judge: "persona"`)
+    repeat_of: str | None = None  # the configured run's id, when this is one of its repeats
+    repeat: int | None = None  # which repeat, from 1
 
 
 @dataclass
@@ -66,17 +71,21 @@ class RunOutcome:
     error: str | None = None
 
 
-def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
-    """Validate every selected run (benchmark, driver, persona key); one InputError lists all problems."""
-    problems: list[Problem] = []
+def plan_runs(config: Config, only: list[str] | None = None, repeat: int | None = None) -> list[RunPlan]:
+    """Validate every selected run (benchmark, driver, persona key); one InputError lists all problems.
+
+    A run with `repeat: N` (or every run, with `repeat`) becomes N plans with stable ids and folders,
+    <id>.r1 ... <id>.rN; `only` names runs or single repeats."""
+    problems: list[Problem] = config.id_clashes(repeat) if repeat else []
     plans = []
-    known = {r.id for r in config.runs}
+    known = {r.id for r in config.runs} | {i for r in config.runs for i in r.repeat_ids(repeat)}
     for wanted in only or []:
         if wanted not in known:
             problems.append(Problem(str(config.source), None, f"no run with id {wanted!r} (runs: {', '.join(sorted(known))})"))
     benches: dict[Path, Benchmark] = {}
     for i, run in enumerate(config.runs):
-        if only and run.id not in only:
+        ids = run.repeat_ids(repeat)
+        if only and run.id not in only and not set(ids) & set(only):
             continue
         path = config.benchmark_path(run)
         try:
@@ -109,8 +118,19 @@ def plan_runs(config: Config, only: list[str] | None = None) -> list[RunPlan]:
                 api_key(persona)
             except RunError as e:
                 problems.append(config.problem(("runs", i) if run.persona else ("persona",), str(e)))
-        plans.append(RunPlan(run=run, bench=bench, profile=profile, persona=persona,
-                             folder=config.results_path() / run.id, login=login))
+        judge = config.judge_for(run)
+        if judge is not None and judge.kind == "openai":
+            try:
+                api_key(judge, "judge")
+            except RunError as e:
+                problems.append(config.problem(("runs", i) if run.judge is not None else ("judge",), str(e)))
+        for k, run_id in enumerate(ids, 1):
+            if only and run.id not in only and run_id not in only:
+                continue
+            repeated = len(ids) > 1
+            plans.append(RunPlan(run=run.model_copy(update={"id": run_id}) if repeated else run, bench=bench,
+                                 profile=profile, persona=persona, folder=config.results_path() / run_id, login=login,
+                                 judge=judge, repeat_of=run.id if repeated else None, repeat=k if repeated else None))
     if problems:
         raise InputError(problems)
     return plans
@@ -126,6 +146,7 @@ def new_state(plan: RunPlan) -> RunState:
     return RunState(
         run_id=plan.run.id, benchmark=plan.run.benchmark, benchmark_title=plan.bench.title,
         driver=plan.run.agent.driver, persona_model=plan.persona.label,
+        judge=plan.judge.label if plan.judge else "persona", repeat_of=plan.repeat_of, repeat=plan.repeat,
         facts={name: ff.model_copy(deep=True) for name, ff in plan.bench.fact_files.items()},
     )
 
@@ -145,8 +166,9 @@ async def agent_url(plan: RunPlan) -> AsyncIterator[str | None]:
 class Runner:
     def __init__(self, config: Config, *, print_line: Callable[[str], None] = print,
                  store_factory: Callable[[Path], RunStore] = RunStore, progress: Progress | None = None,
-                 entries_dir: Path | None = None):
+                 entries_dir: Path | None = None, accept_benchmark_change: bool = False):
         self.config = config
+        self.accept_benchmark_change = accept_benchmark_change  # resume runs whose benchmark files changed
         self.print = print_line
         self.store_factory = store_factory  # dry runs pass a store that skips durability
         self.progress = progress or QuietProgress()
@@ -186,7 +208,10 @@ class Runner:
         try:
             try:
                 state = store.load() or new_state(plan)
-                _check_resumable(plan.bench, state)
+                provenance = _provenance(plan)
+                if state.status != "finished":  # a finished run is only reported, whatever changed since
+                    _check_resumable(plan.bench, state)
+                    check_benchmark(state, provenance, self.accept_benchmark_change)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
             if state.ends > state.reported_ends:  # killed at its last end, before every output was written
@@ -200,7 +225,7 @@ class Runner:
             state.phase_count, state.checks_planned = len(plan.bench.phases), len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
             self.print(f"[{plan.run.id}] {'resuming' if resumed else 'starting'}: {plan.bench.title} @ {plan.run.agent.driver}")
-            return await self._play(plan, browser, store, state)
+            return await self._play(plan, browser, store, state, provenance)
         finally:
             logging.getLogger().removeHandler(handler)
             handler.close()
@@ -210,10 +235,13 @@ class Runner:
         self.print(f"[{plan.run.id}] not started: {error}")
         return RunOutcome(plan.run.id, "failed", None, error)
 
-    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState) -> RunOutcome:
+    async def _play(self, plan: RunPlan, browser: BrowserHost | None, store: RunStore, state: RunState,
+                    provenance: Provenance) -> RunOutcome:
         state.status, state.error = "running", None
+        state.judge = provenance.judge
         store.save(state)
         model = make_persona(plan)
+        judge = make_judge(plan.judge)
         failed = True
         driver: ChatDriver | None = None
         try:
@@ -221,12 +249,17 @@ class Runner:
             async with agent_url(plan) as url:
                 driver = watch_memory(await self._driver(plan, browser, url, on_event=lambda text: _note(state, text)),
                                       plan.run.agent.memory, self.config.base_dir, plan.folder, state)
+                provenance.browser = browser.version if browser is not None and plan.profile is not None else None
+                record(state, provenance)
+                store.save(state)
                 loop = PersonaLoop(
                     bench=plan.bench, state=state, store=store, model=model, driver=driver,
                     counter=TokenCounter(self.config.compaction.encoding), compaction=self.config.compaction,
-                    persona=plan.persona, prices=self.prices, on_change=self.progress.update)
+                    persona=plan.persona, prices=self.prices, on_change=self.progress.update, judge=judge)
                 await loop.run()
                 state.status, failed = "finished", False
+                if judge is not None and plan.run.agent.memory is not None:
+                    await self._judge_memory(plan, state, judge)
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
@@ -243,6 +276,8 @@ class Runner:
             crash_point("run.ended")
             await self._close(driver, failed)
             await model.aclose()
+            if judge is not None:
+                await judge.aclose()
             self.progress.end(state)
             path, pages = await self._report(plan, store, state)
             avg = mean(state.evaluations)
@@ -268,15 +303,35 @@ class Runner:
             store.save(state)
         return path, pages
 
-    async def _preflight(self, plan: RunPlan, state: RunState) -> None:
-        """An LLM persona shows in a few cheap calls that it can play, before the agent sees anything."""
-        if plan.persona.kind != "openai" or not plan.persona.preflight:
+    async def _judge_memory(self, plan: RunPlan, state: RunState, judge: Judge) -> None:
+        """At a finished run's end, the judge reads the memory snapshot of each check the autopsy's matcher
+        found nowhere (`never stored`): a paraphrase it finds goes to memory/judged.json, which the report's
+        autopsy reads. Its calls count as the judge's; a failure is logged, never the run's outcome."""
+        try:
+            asked = await judge_paraphrases(plan.folder, state, plan.bench, memory_judge(judge, state), judge.label)
+        except Exception as e:
+            log.warning("the judge could not read the agent's memory for the autopsy: %s", e)
+            state.log.append(redact(f"memory autopsy: the judge failed, the matcher's classes stand: {e}")[:500])
             return
-        report = await preflight(plan.persona)
+        if asked:
+            state.log.append(f"memory autopsy: the judge ({judge.label}) read the memory for {asked} check(s) "
+                             "the matcher found nowhere")
+
+    async def _preflight(self, plan: RunPlan, state: RunState) -> None:
+        """An LLM persona, and a judge model, show in a few cheap calls that they can play and grade, before
+        the agent sees anything (`persona.preflight: false` skips both)."""
+        if not plan.persona.preflight:
+            return
+        if plan.persona.kind == "openai":
+            self._preflighted(plan, state, await preflight(plan.persona))
+        if plan.judge is not None and plan.judge.kind == "openai":  # after a persona that passed
+            self._preflighted(plan, state, await judge_preflight(plan.judge))
+
+    def _preflighted(self, plan: RunPlan, state: RunState, report: Preflight) -> None:
         state.log.append(f"preflight: {report.render()}"[:500])
         self.print(f"[{plan.run.id}] {report.render()}")
         if not report.ok:
-            raise RunError(f"persona preflight failed, nothing was sent to the agent: {report.failure()}")
+            raise RunError(f"{report.role} preflight failed, nothing was sent to the agent: {report.failure()}")
 
     async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
                       on_event: Callable[[str], None]) -> ChatDriver:
@@ -306,6 +361,11 @@ class Runner:
                 self.print(f"[{current_run.get()}] {what}")
         except Exception as e:  # closing must not hide the run's own outcome
             log.warning("closing the driver failed: %s", e)
+
+
+def _provenance(plan: RunPlan) -> Provenance:
+    profile = plan.profile.model_dump_json(exclude={"url", "new_session_url"}) if plan.profile else None  # URLs may hold tokens
+    return make_provenance(plan.bench, plan.persona, plan.judge, plan.run.agent.driver, profile)
 
 
 def _check_resumable(bench: Benchmark, state: RunState) -> None:

@@ -7,7 +7,7 @@ from importlib import resources
 
 from persona.benchmark.js_sandbox import ScriptError, run_block
 from persona.benchmark.loader import Benchmark
-from persona.benchmark.phases import Phase
+from persona.benchmark.phases import Phase, hide_answers
 from persona.errors import RunError
 from persona.state import RunState
 
@@ -19,13 +19,32 @@ class ScenarioError(RunError):
     """A phase's JS block failed at run time: a benchmark bug, reported with file:line."""
 
 
-def system_prompt(bench: Benchmark) -> str:
-    universal = resources.files("persona").joinpath("prompts/system.md").read_text(encoding="utf-8").strip()
+CHECKS_HEADING = "# Checks"
+
+
+def prompt_file(name: str) -> str:
+    return resources.files("persona").joinpath(f"prompts/{name}").read_text(encoding="utf-8").strip()
+
+
+def system_prompt(bench: Benchmark, judged: bool = False) -> str:
+    """The universal prompt and the benchmark's instructions; `judged`: a judge grades, so the persona's
+    "Checks" section is the one without expected answers (prompts/checks-judged.md)."""
+    universal = prompt_file("system.md")
+    if judged:
+        universal = _replace_section(universal, CHECKS_HEADING, prompt_file("checks-judged.md"))
     return f"{universal}\n\n# Your scenario\n\n{bench.instructions}\n"
 
 
-def phase_brief(bench: Benchmark, phase: Phase) -> str:
-    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{phase.body}\n"
+def _replace_section(text: str, heading: str, section: str) -> str:
+    lines = text.split("\n")
+    start = lines.index(heading)  # a prompt without it is a packaging bug: fail loudly
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
+    return "\n".join([*lines[:start], section, "", *lines[end:]]).strip()
+
+
+def phase_brief(bench: Benchmark, phase: Phase, judged: bool = False) -> str:
+    body = hide_answers(phase.body) if judged else phase.body
+    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{body}\n"
 
 
 def fact_file_list(bench: Benchmark, state: RunState) -> str:
@@ -50,9 +69,9 @@ def opening_message(bench: Benchmark, state: RunState, brief: str) -> str:
 DONE_CHECKS, DONE_CHANGED, DONE_ADDED = "- checks graded: ", "- facts changed: ", "- facts added: "
 
 
-def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False) -> str:
-    """What the persona goes on from after a compaction; cut inside a phase, that phase's brief too,
-    and what was already done in it."""
+def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, judged: bool = False) -> str:
+    """What the persona goes on from after a compaction; cut inside a phase, that phase's brief too
+    (without expected answers when a judge grades), and what was already done in it."""
     loaded = ", ".join(f"`{n}`" for n in state.loaded_files) or "none"
     note = (f"(Your context was compacted: older messages were dropped. Here is what you need to go on.)\n\n"
             f"{profile_block(bench, state)}\nFact files you had loaded: {loaded}. Reload any with facts_read; "
@@ -60,7 +79,7 @@ def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False) -
     if not in_phase:
         return note
     return (f"{note}\n\nThe cut fell inside the current phase. Already done in it (facts_get_untold no longer "
-            f"lists facts you told):\n{_done_in_phase(bench, state)}\n\n{phase_brief(bench, bench.phases[state.phase])}")
+            f"lists facts you told):\n{_done_in_phase(bench, state)}\n\n{phase_brief(bench, bench.phases[state.phase], judged)}")
 
 
 def _done_in_phase(bench: Benchmark, state: RunState) -> str:
@@ -77,10 +96,11 @@ def _done_in_phase(bench: Benchmark, state: RunState) -> str:
 
 
 class Scenario:
-    def __init__(self, bench: Benchmark, state: RunState, new_session: NewSession):
+    def __init__(self, bench: Benchmark, state: RunState, new_session: NewSession, judged: bool = False):
         self.bench = bench
         self.state = state
         self._new_session = new_session
+        self.judged = judged  # a judge grades: the persona never sees an expected answer
 
     @property
     def phase(self) -> Phase:
@@ -114,4 +134,4 @@ class Scenario:
         self.state.vars = vars_
         self.state.phase = index
         self.state.phase_started_turn = self.state.turn
-        return phase_brief(self.bench, phase)
+        return phase_brief(self.bench, phase, self.judged)

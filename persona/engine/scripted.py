@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from persona.benchmark.facts import Fact, parse_fact_file
-from persona.benchmark.grading import grade
-from persona.benchmark.phases import fact_refs_at, parse_directives
+from persona.benchmark.grading import Verdict, grade, says_unknown
+from persona.benchmark.phases import Category, Check, fact_refs_at, parse_directives
 from persona.engine.model import ModelTurn
 from persona.engine.replies import is_agent_reply, unwrap_reply
 from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, PHASE_HEADER
@@ -89,7 +89,7 @@ def _tell_file(name: str, only: str | None = None) -> Plan:
 def phase_plan(brief: str, language: str, done: Done = Done()) -> Plan:
     """Everything the phase asks, in the order its lines ask it (what `done` lists skipped), then
     next_phase until it accepts."""
-    directives, _ = parse_directives(brief, "phase")
+    directives, _ = parse_directives(brief, "phase", answers_required=False)
     steps: list[tuple[int, int, Any]] = [(line_no, 0, ("tell", ref)) for line_no, ref in fact_refs_at(brief)]
     steps += [(m.line, 1, ("mention", m)) for m in directives["mentions"]]
     steps += [(e.line, 1, ("edit", e)) for e in directives["edits"] if (e.file, e.fact_id) not in done.changed]
@@ -120,12 +120,22 @@ def phase_plan(brief: str, language: str, done: Done = Done()) -> Plan:
             yield from _tell_file(name)
 
 
-def _ask(check, language: str) -> Plan:
+def _impression(check: Check, reply: str) -> Verdict:
+    """Its own grade: by rule against the expected answer, or, when a judge grades and the brief has no
+    answers, just whether the agent answered (for `absent`: whether it said it was never told)."""
+    if check.answer:
+        return grade(check, reply)
+    unknown = says_unknown(reply)
+    right = unknown == (check.category is Category.absent)
+    return Verdict(10 if right else 0, unknown, "says it was never told" if unknown else "gave an answer")
+
+
+def _ask(check: Check, language: str) -> Plan:
     first = unwrap_reply((yield Say(check.question, wants_reply=True)))
-    verdict, answer, second = grade(check, first), first, False
-    if verdict.unknown and verdict.score < 10 and check.category.value != "absent":
+    verdict, answer, second = _impression(check, first), first, False
+    if verdict.unknown and verdict.score < 10 and check.category is not Category.absent:
         answer = unwrap_reply((yield Say(SEARCH_PROMPTS.get(language, SEARCH_PROMPTS["en"]), wants_reply=True)))
-        verdict, second = grade(check, answer), True
+        verdict, second = _impression(check, answer), True
     comment = verdict.comment + (f" (after a memory search; first answer: {first[:200]!r})" if second else "")
     yield Call("log_evaluation", {"check_id": check.id, "score": verdict.score, "answer": answer[:2000],
                                   "comment": comment, "second_attempt": second})

@@ -6,21 +6,26 @@ the tool result, so the model can correct itself. Bad arguments are reported the
 Nothing counts as said that the agent did not receive: marking facts told (or changing them) and
 grading an answer are refused while no message has reached the agent since the facts were loaded,
 since the last such claim, or (for a grade) since the phase began or the last grade. Tool calls of
-one persona turn count as one moment, so a message and the calls that mark it go together.
+one persona turn count as one moment, so a message and the calls that mark it go together; a grade
+is about the answers the model had read when it wrote the call, so a question sent beside it is left
+to the next grade. That window of exchanges is what the judge reads and the reports quote.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from persona.benchmark.facts import FactFile
 from persona.benchmark.grading import final_score, validate_score
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
+from persona.engine.judge import Judge, JudgeFailed, answer_turns, count_judge
 from persona.engine.scenario import Scenario, live_profile_block
-from persona.state import Claim, Evaluation, RunState
+from persona.errors import RunError
+from persona.state import Claim, Evaluation, Exchange, Grade, QuotedTurn, RunState
 
 SCENARIO_COMPLETE = "The scenario is complete. Do not write anything more."
 
@@ -76,17 +81,25 @@ _ACCEPTS: dict[str, tuple[type, ...]] = {
 
 
 def plain_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same tools without what Gemini's endpoint refuses: `strict`, `additionalProperties`, and an
-    empty parameter object (a tool without parameters has none)."""
+    """The same tools without what Gemini's endpoint refuses: `strict`, `additionalProperties` (at any
+    depth: the judge's `grade` nests objects), and an empty parameter object (a tool without parameters
+    has none)."""
     out = copy.deepcopy(specs)
     for spec in out:
         fn = spec["function"]
         fn.pop("strict", None)
         params = fn["parameters"]
-        params.pop("additionalProperties", None)
+        _open_objects(params)
         if not params["properties"]:
             del fn["parameters"]
     return out
+
+
+def _open_objects(schema: Any) -> None:
+    if isinstance(schema, dict):
+        schema.pop("additionalProperties", None)
+        for sub in (*(schema.get("properties") or {}).values(), schema.get("items")):
+            _open_objects(sub)
 
 
 def argument_problem(name: str, args: dict[str, Any]) -> str | None:
@@ -123,10 +136,13 @@ def parse_arguments(name: str, arguments: str) -> dict[str, Any]:
 
 
 class ToolBox:
-    def __init__(self, bench: Benchmark, state: RunState, scenario: Scenario):
+    def __init__(self, bench: Benchmark, state: RunState, scenario: Scenario, *, judge: Judge | None = None,
+                 exchanges: Callable[[], list[Exchange]] = list):
         self.bench = bench
         self.state = state
         self.scenario = scenario
+        self.judge = judge  # None: the persona's own score is the grade (config `judge: "persona"`)
+        self.exchanges = exchanges  # the chat so far, as transcript.jsonl has it
         self.step = -1  # the persona call being served
         self.decided_at = 0  # the agent turn when the model wrote that call
 
@@ -225,17 +241,36 @@ class ToolBox:
             score = float(score)
         except (TypeError, ValueError):
             raise ToolError("score must be a number") from None
-        if problem := validate_score(check, score):
+        # With a judge the persona cannot know a list from a single value: any 0-10 is its impression.
+        if problem := (validate_score(check, score) if self.judge is None else validate_score(None, score)):
             raise ToolError(problem)
-        self._check_asked()
-        self.state.last_grade = Claim(turn=self.decided_at, step=self.step)
-        final = final_score(score, bool(second_attempt))
+        since, until, exchanges = self._answer_window()
+        turns = answer_turns(exchanges, check.question)
+        own = Grade(grader="persona", raw_score=score, score=final_score(score, bool(second_attempt)),
+                    second_attempt=bool(second_attempt), comment=str(comment))
+        record = own if self.judge is None else await self._judged(check, turns)
+        self.state.last_grade = Claim(turn=until, step=self.step, since=since)
         self.state.evaluations.append(Evaluation(
             check_id=check.id, category=check.category, question=check.question, expected=check.answer,
-            answer=str(answer), raw_score=score, score=final, second_attempt=bool(second_attempt),
-            comment=str(comment), phase=self.state.phase, turn=self.state.turn, session=self.state.session,
+            answer=str(answer), **record.model_dump(), persona_grade=own if self.judge else None,
+            agent_turns=turns, phase=self.state.phase, turn=until, session=self.state.session,
         ))
-        return f"Logged {check.id}: {final:g}/10."
+        if self.judge is not None:  # the judge's score would tell the persona what the answer was not
+            return f"Logged {check.id}; the grader scores it."
+        return f"Logged {check.id}: {record.score:g}/10."
+
+    async def _judged(self, check: Check, turns: list[QuotedTurn]) -> Grade:
+        """The judge's grade of what the agent said, its cost and any answers it had to give again counted."""
+        assert self.judge is not None
+        if not turns:  # the transcript holds every turn the state counts; a judge cannot grade without them
+            raise RunError(f"transcript.jsonl lacks the agent turns up to {self.decided_at} that grading {check.id} needs")
+        try:
+            judged = await self.judge.grade(check, turns)
+        except JudgeFailed as e:  # the run stops (a rerun grades from here); what the judge spent still counts
+            count_judge(self.state, check.id, e.judged)
+            raise
+        count_judge(self.state, check.id, judged)
+        return judged.grade
 
     # -- what reached the agent ----------------------------------------------------------------------
 
@@ -261,14 +296,27 @@ class ToolBox:
     def _claimed_facts(self) -> None:
         self.state.last_fact_claim = Claim(turn=self.decided_at, step=self.step)
 
-    def _check_asked(self) -> None:
-        """Refuse to grade when nothing reached the agent since the question could have been asked."""
-        if self.state.turn <= self.state.phase_started_turn:
-            raise ToolError("cannot grade: no message has reached the agent in this phase yet. Ask the question, "
-                            "read the agent's reply, then call log_evaluation.")
-        if self._nothing_since(self.state.last_grade):
-            raise ToolError("cannot grade: no message has reached the agent since your last log_evaluation. Ask the "
-                            "question, read the agent's reply, then call log_evaluation.")
+    def _answer_window(self) -> tuple[int, int, list[Exchange]]:
+        """The exchanges a grade is about, or ToolError when there are none: from after the phase began
+        and the last grade (of an earlier persona call: grades of one call share a window) up to when the
+        model wrote this call. A grade beside the next question is about the answer before it: the
+        question sent in the same turn belongs to the next window. The persona's grade, the judge's and
+        the agent's words quoted in the reports all come from this one window."""
+        last = self.state.last_grade
+        since = self.state.phase_started_turn
+        if last is not None:
+            since = max(since, last.since if last.step == self.step and last.since is not None else last.turn)
+        until = self.decided_at
+        if until > since:
+            return since, until, [ex for ex in self.exchanges()[:self.state.transcript_len] if since < ex.turn <= until]
+        beside = " (a message in the same turn as this call is sent first, but its answer comes after the call)" \
+            if self.state.turn > until else ""
+        if last is not None and last.turn > self.state.phase_started_turn:
+            what = "no message had reached the agent since your last log_evaluation"
+        else:
+            what = "no message had reached the agent in this phase"
+        raise ToolError(f"cannot grade: {what} when you wrote this call{beside}. Ask the question, read the "
+                        "agent's reply, then call log_evaluation.")
 
     def _live_profile(self, ff: FactFile) -> str:
         """A changed profile is shown again whole: the model must never go on from a stale copy."""

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from persona.report.cost import Cost, PriceTable, money
+from persona.report.gradings import ORIGINAL, load_set, shown_with
 from persona.report.markdown import duration
 from persona.report.scores import Group, by_category, mean
 from persona.state import STATE_FILE, RunState
@@ -47,6 +48,18 @@ class Entry:
     phases: int | None = None
     started: datetime | None = None
     cost: Cost = field(default_factory=lambda: Cost("", None))
+    judge: str = "persona"  # who graded the scores shown: "persona", "rules" or the judge model
+    grading: str = ORIGINAL  # the grading set shown (`mmb regrade`)
+    repeat_of: str | None = None  # the configured run, when this is one of its repeats
+
+    @property
+    def graded_by(self) -> str:
+        return self.judge if self.grading == ORIGINAL else f"{self.judge} [{self.grading}]"
+
+    @property
+    def agent(self) -> str:
+        """What repeats are pooled under: the configured run's id."""
+        return self.repeat_of or self.run_id
 
     @property
     def coverage(self) -> str:
@@ -72,7 +85,8 @@ def entry(state: RunState, folder: Path, planned: dict[str, int], prices: PriceT
                  tokens_out=state.usage.completion_tokens, seconds=state.active_seconds,
                  has_html=(folder / RUN_PAGE).exists(), oracle=state.oracle,
                  phase=min(state.phase + 1, phases) if phases else state.phase + 1, phases=phases,
-                 started=state.created_at, cost=prices.run_cost(state))
+                 started=state.created_at, cost=prices.run_cost(state), judge=state.judge, grading=state.grading_set,
+                 repeat_of=state.repeat_of)
 
 
 def read_states(results_dir: Path) -> list[tuple[RunState, Path]]:
@@ -86,10 +100,13 @@ def read_states(results_dir: Path) -> list[tuple[RunState, Path]]:
     return found
 
 
-def scan(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None) -> list[Entry]:
-    """One Entry per run, by run folder name. `planned`: checks per benchmark folder name, for older states."""
+def scan(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None,
+         grading: str | None = None) -> list[Entry]:
+    """One Entry per run, by run folder name. `planned`: checks per benchmark folder name, for older states;
+    `grading`: the grading set to show where a run has it (else its original grades, marked so)."""
     prices = prices or PriceTable()
-    return [entry(state, folder, planned or {}, prices) for state, folder in read_states(results_dir)]
+    return [entry(shown_with(state, load_set(folder, grading) if grading else None), folder, planned or {}, prices)
+            for state, folder in read_states(results_dir)]
 
 
 def run_folders(results_dir: Path) -> dict[str, Path]:

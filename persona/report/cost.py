@@ -63,6 +63,13 @@ class PriceTable:
         return self.cost(state.persona_model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
                          checks=len(state.evaluations))
 
+    def judge_cost(self, state: RunState) -> Cost:
+        """The judge model's tokens of the run (or of the grading set shown) at its price, counted apart
+        from the persona's: `run_cost` and the persona's budget are the persona's alone."""
+        usage = state.judge_usage
+        return self.cost(state.judge, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                         checks=len(state.evaluations))
+
 
 @dataclass(frozen=True)
 class Cost:

@@ -51,7 +51,10 @@ def run_links(state: RunState, bench: Benchmark | None) -> dict[str, CheckLinks]
 
 
 def asked_turn(evaluation: Evaluation, exchanges: list[Exchange]) -> int:
-    """The turn whose message asked the question (the graded turn may be a later memory-search retry)."""
+    """The turn whose message asked the question (the graded turn may be a later memory-search retry):
+    where the chat the grader read begins, else (older runs) the last message with the question's words."""
+    if evaluation.agent_turns:
+        return evaluation.agent_turns[0].turn
     q = " ".join(evaluation.question.split()).lower()
     for ex in reversed(exchanges):
         if ex.turn <= evaluation.turn and q and q in " ".join(ex.sent.split()).lower():

@@ -58,7 +58,7 @@ class ExportRow(BaseModel):
     persona_summary: str = Field(description="The answer as the grader recorded it")
     score: float = Field(description="0-10, after the x0.5 rule for a right answer found only after a memory search")
     raw_score: float = Field(description="As the grader gave it")
-    grader: str = Field(description="Who graded: the persona model")
+    grader: str = Field(description="Who graded: the judge model, 'rules' (the offline judge) or the persona model")
     grader_comment: str
     retry: bool = Field(description="The answer came after the agent was asked to search its memory")
     session: int = Field(description="The chat session (0 = the first) the check was graded in")
@@ -92,7 +92,8 @@ def _row(state: RunState, e: Evaluation, exchanges: list[Exchange], age: CheckAg
         benchmark=Path(state.benchmark).name, benchmark_title=state.benchmark_title, check_id=e.check_id,
         category=e.category.value, phase=e.phase + 1, question=e.question, expected=e.expected,
         agent_reply=agent_reply(exchanges, asked, e.turn), persona_summary=e.answer, score=e.score,
-        raw_score=e.raw_score, grader=state.persona_model, grader_comment=e.comment, retry=e.second_attempt,
+        raw_score=e.raw_score, grader=state.persona_model if e.grader == "persona" else e.grader,
+        grader_comment=e.comment, retry=e.second_attempt,
         session=e.session, fact=f"{fact.file} {fact.fact_id}" if fact else None,
         fact_turn=asked - age.turns if dated else None, fact_basis=age.basis if dated else None,
         asked_turn=asked, graded_turn=e.turn)

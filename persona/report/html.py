@@ -19,7 +19,7 @@ from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, RUN_PAGE
 from persona.report.charts import Point, Scatter, scatter
 from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
-from persona.report.markdown import duration, phase_title, typed_into_chat
+from persona.report.markdown import duration, grading_line, phase_title, provenance_changes, provenance_summary, typed_into_chat
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
 from persona.report.snapshots import MemoryStore
@@ -60,6 +60,9 @@ class RunReport:
         self.distribution = distribution(evs)
         self.facts_told = facts_told(state, bench.profile.name if bench else None)
         self.active = duration(state.active_seconds)
+        self.grading = grading_line(state, prices)
+        self.provenance = provenance_summary(state)
+        self.provenance_changes = provenance_changes(state)
         self.typed = typed_into_chat(state)
         self.categories = list(by_category(evs).values())
         self.phases = list(by_phase(evs).items())

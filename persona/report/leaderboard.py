@@ -15,6 +15,8 @@ from pathlib import Path
 from drivers.files import atomic_write
 from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, Entry, scan
 from persona.report.cost import PriceTable, money
+from persona.report.gradings import ORIGINAL
+from persona.report.repeats import ci_text, pooled, pooled_markdown
 from persona.report.scores import CATEGORIES
 from persona.report.templating import render_page
 
@@ -66,25 +68,34 @@ def _link(e: Entry) -> str:
     return f"[{e.run_id}]({e.page})" if e.page else e.run_id
 
 
-def render_markdown(board: Board) -> str:
+def grading_note(grading: str | None) -> str:
+    if not grading or grading == ORIGINAL:
+        return "Grades: each run's original grading set (`graded by`: its judge, or the persona)."
+    return (f"Grades: grading set `{grading}` (`mmb regrade`) where a run has it; runs without it show their "
+            "original grades (`graded by` names the set).")
+
+
+def render_markdown(board: Board, grading: str | None = None) -> str:
     lines = ["# MarathonMemBench leaderboard", "",
              "Runs of each benchmark ranked by mean score (0–10) over their graded checks; one column per check "
              "category; `checks` is graded/planned; cost is the persona's tokens at its model's price "
-             f"(`mmb list` and [{INDEX_FILE}]({INDEX_FILE}) show every run).", ""]
+             f"(`mmb list` and [{INDEX_FILE}]({INDEX_FILE}) show every run).", "", grading_note(grading), ""]
     if not board.agents:
         lines += ["No agent's run yet: only dry runs.", ""]
     for (bench, title), runs in board.agents.items():
         cats = _columns(runs)
         lines += [f"## {title} (`{bench}`)", "",
-                  "| # | run | driver | persona | status | mean | " + " | ".join(cats) + (" | " if cats else "")
+                  "| # | run | driver | persona | graded by | status | mean | " + " | ".join(cats) + (" | " if cats else "")
                   + "checks | turns | persona tokens in / out | cost | per check |",
-                  "|---:|---|---|---|---|---:|" + "---:|" * len(cats) + "---:|---:|---:|---:|---:|"]
+                  "|---:|---|---|---|---|---|---:|" + "---:|" * len(cats) + "---:|---:|---:|---:|---:|"]
         for i, e in enumerate(runs, 1):
-            lines.append(f"| {i} | {_link(e)} | {e.driver} | {e.persona} | {e.status} | **{_score(e)}** | "
+            lines.append(f"| {i} | {_link(e)} | {e.driver} | {e.persona} | {e.graded_by} | {e.status} | **{_score(e)}** | "
                          + "".join(f"{_cat(e, c)} | " for c in cats)
                          + f"{e.coverage} | {e.turns} | {e.tokens_in:,} / {e.tokens_out:,} | {money(e.cost.usd)} | "
                          f"{money(e.cost.per_check)} |")
         lines.append("")
+        if agents := pooled(runs):
+            lines += pooled_markdown(agents, cats)
     if board.oracle:
         lines += ["## Oracle runs (dry runs, not ranked)", "",
                   "`mmb run --dry`: the scripted persona against an oracle agent that knows every answer. They check "
@@ -97,16 +108,18 @@ def render_markdown(board: Board) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(board: Board) -> str:
-    return render_page("leaderboard.html", board=board, columns=_columns, category_mean=_cat, index=INDEX_FILE)
+def render_html(board: Board, grading: str | None = None) -> str:
+    return render_page("leaderboard.html", board=board, columns=_columns, category_mean=_cat, index=INDEX_FILE,
+                       grading_note=grading_note(grading), pooled=pooled, ci_text=ci_text)
 
 
-def write_leaderboard(results_dir: Path, entries: list[Entry]) -> list[Path]:
-    """leaderboard.md and leaderboard.html over `entries` (catalog.scan); none when there is no run."""
+def write_leaderboard(results_dir: Path, entries: list[Entry], grading: str | None = None) -> list[Path]:
+    """leaderboard.md and leaderboard.html over `entries` (catalog.scan); none when there is no run.
+    `grading`: the grading set the entries show, for the pages to say."""
     board = rank(entries)
     if board.empty:
         return []
-    pages = {results_dir / MARKDOWN_FILE: render_markdown(board), results_dir / HTML_FILE: render_html(board)}
+    pages = {results_dir / MARKDOWN_FILE: render_markdown(board, grading), results_dir / HTML_FILE: render_html(board, grading)}
     for path, text in pages.items():
         atomic_write(path, text)
     return list(pages)

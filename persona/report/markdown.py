@@ -14,11 +14,12 @@ import re
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.agreement import persona_vs_judge
 from persona.report.autopsy import CLASSES, Autopsy
 from persona.report.cost import PriceTable
-from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
+from persona.report.persona_lines import compaction_lines, quirks_line, usage_line, usage_text
 from persona.report.scores import by_category, distribution, mean, phase_costs
-from persona.state import RunState
+from persona.state import ASKED_AGAIN, QUIRK, TEXT_VERDICT, Evaluation, QuotedTurn, RunState
 
 __all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry", "typed_into_chat"]
 
@@ -53,6 +54,97 @@ def quote_inline(text: str) -> str:
         return "(empty)"
     fence = _fence_for(flat, 1)
     return f"{fence} {flat} {fence}"  # the spaces keep a leading or trailing backtick out of the fence
+
+
+def chat_excerpt(turns: list[QuotedTurn]) -> str:
+    """Each exchange as sent and as the agent answered it, every bubble."""
+    lines = []
+    for t in turns:
+        lines.append(f"[turn {t.turn}] persona: {t.sent}")
+        lines += [f"[turn {t.turn}] agent: {bubble}" for bubble in t.reply] or [f"[turn {t.turn}] agent: (no reply)"]
+    return "\n".join(lines)
+
+
+def marks(e: Evaluation) -> str:
+    return " · ".join(f"{'✓' if m.correct else '✗'} {m.item}" for m in e.items)
+
+
+def grading_line(state: RunState, prices: PriceTable | None = None) -> str:
+    """Who graded, what it cost (counted as the persona's calls are), what its answers needed, and how
+    far the persona's own scores are from the judge's."""
+    if state.judge == "persona":
+        return "the persona, as it chatted (config judge: \"persona\")"
+    line = "the offline rule judge" if state.judge == "rules" else f"judge model {usage_text(state.judge, state.judge_usage)}"
+    if state.grading_set != "original":
+        line = f"grading set {state.grading_set} (`mmb regrade`): {line}"
+    if state.judge_usage.calls:
+        line += f"; judge cost {(prices or PriceTable()).judge_cost(state).summary()}"
+    if notes := judge_notes_line(state.judge_notes):
+        line += f"; {notes}"
+    if agreed := persona_vs_judge(state.evaluations):
+        line += f"; the persona's own scores against it: {agreed.summary()}; furthest apart: {agreed.apart('persona', 'judge')}"
+    return line
+
+
+def judge_notes_line(notes: list[str]) -> str | None:
+    """What the judge's answers needed, counted: answers asked again, verdicts read from text, what was
+    cleaned out of responses (by kind)."""
+    kinds = [n.partition(": ")[2] for n in notes]  # each note is "CHECK: what"
+    again = sum(k.startswith(ASKED_AGAIN) for k in kinds)
+    text = sum(k == TEXT_VERDICT for k in kinds)
+    cleaned: dict[str, int] = {}
+    for k in kinds:
+        if k.startswith(QUIRK):
+            cleaned[k.removeprefix(QUIRK)] = cleaned.get(k.removeprefix(QUIRK), 0) + 1
+    parts = [f"{again} judge answer(s) without a valid verdict asked again"] if again else []
+    parts += [f"{text} verdict(s) taken from text instead of a grade call"] if text else []
+    parts += [f"judge responses cleaned: {k} ×{n}" for k, n in cleaned.items()]
+    return "; ".join(parts) or None
+
+
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "n/a"
+
+
+def provenance_summary(state: RunState) -> str:
+    """What produced the run, as last recorded: code, benchmark, models, prompts, driver, browser."""
+    if not state.provenance:
+        return "not recorded (a run of an older version)"
+    p = state.provenance[-1]
+    commit = p.git_commit or ""
+    code = f"mmb {p.tool_version}" + (f", git {commit[:12]}{'+dirty' if commit.endswith('+dirty') else ''}" if commit else "")
+    at = lambda host: f" @ {host}" if host else ""  # noqa: E731
+    parts = [code, f"benchmark sha256 {_short(p.benchmark_sha256)} over {len(p.benchmark_files)} files",
+             f"persona {p.persona_model}{at(p.persona_host)}", f"judge {p.judge}{at(p.judge_host)}",
+             f"system prompt sha256 {_short(p.system_prompt_sha256)}"]
+    if p.rubric_sha256:
+        parts.append(f"rubric sha256 {_short(p.rubric_sha256)}")
+    parts.append(f"driver {p.driver}" + (f", profile sha256 {_short(p.profile_sha256)}" if p.profile_sha256 else ""))
+    parts.append(f"browser {p.browser or 'none'}")
+    return " · ".join(parts)
+
+
+def provenance_changes(state: RunState) -> list[str]:
+    """Each resume that ran on something different from before, and in what."""
+    out = []
+    for before, after in zip(state.provenance, state.provenance[1:], strict=False):
+        what = ", ".join(before.differences(after)) or "nothing"
+        out.append(f"{after.at:%Y-%m-%d %H:%M} UTC: {what}" + (" (benchmark change accepted)" if after.accepted_change else ""))
+    return out
+
+
+def _imperfect(e: Evaluation) -> list[str]:
+    retry = ", after a memory search" if e.second_attempt else ""
+    lines = ["", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry} (graded by {e.grader})",
+             f"- **Question:** {e.question}", f"- **Expected:** {e.expected}"]
+    if e.agent_turns:
+        lines += ["- **The chat from the question to the grade** (what the grader read):", "",
+                  quote_block(chat_excerpt(e.agent_turns)), ""]
+    lines += ["- **The persona's summary of the answer:**", "", quote_block(e.answer), "",
+              f"- **Grader:** {quote_inline(e.comment)}" + (f" ({marks(e)})" if e.items else "")]
+    if (own := e.persona_grade) is not None:
+        lines.append(f"- **The persona's own grade:** {own.score:g}/10 — {quote_inline(own.comment)}")
+    return lines
 
 
 def phase_title(bench: Benchmark, phase: int) -> str:
@@ -118,8 +210,10 @@ def _sessions(state: RunState) -> str:
 
 def end_marker(state: RunState) -> str:
     """The entry's invisible mark (a link reference definition: no viewer shows it), naming the run's end it
-    reports, so an entry is appended once however often a kill interrupts the writing of the outputs."""
-    return f'[mmb-end]: # "{state.run_id} {state.ends}"'
+    reports (and the grading set it shows, when not the original), so an entry is appended once however
+    often a kill interrupts the writing of the outputs."""
+    grading = f" grading {state.grading_set}" if state.grading_set != "original" else ""
+    return f'[mmb-end]: # "{state.run_id} {state.ends}{grading}"'
 
 
 def inert(text: str, limit: int = 200) -> str:
@@ -161,7 +255,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
     avg = mean(evs)
     status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
     lines = [  # the time of the run's end, saved with it: an entry written after a restart keeps it
-        f"## {state.updated_at:%Y-%m-%d %H:%M} UTC — {state.run_id}: {bench.title} @ {state.driver}",
+        f"## {state.updated_at:%Y-%m-%d %H:%M} UTC — {state.run_id}: {bench.title} @ {state.driver}"
+        + (f" — grading set {state.grading_set}" if state.grading_set != "original" else ""),
         end_marker(state),
         "",
         f"- **Status:** {status}",
@@ -181,7 +276,11 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Persona compactions:** {len(state.persona_compactions)}"
         + "".join(f"\n  - {line}" for line in compaction_lines(state)),
         f"- **Cost:** {(prices or PriceTable()).run_cost(state).summary()}",
+        f"- **Graded by:** {grading_line(state, prices)}",
+        f"- **Provenance:** {provenance_summary(state)}",
     ]
+    if changes := provenance_changes(state):
+        lines.append(f"- **Resumed on something different:** {'; '.join(changes)}")
     if quirks := quirks_line(state):
         lines.append(f"- **Persona turns repaired or cleaned (counted):** {quirks}")
     if state.status in ("stalled", "budget"):
@@ -194,12 +293,7 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
     if imperfect:
         lines += ["", f"### Answers below 10 ({len(imperfect)})"]
         for e in imperfect:
-            retry = ", after a memory search" if e.second_attempt else ""
-            lines += [
-                "", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry}",
-                f"- **Question:** {e.question}", f"- **Expected:** {e.expected}", "- **Agent:**", "",
-                quote_block(e.answer), "", f"- **Grader:** {quote_inline(e.comment)}",
-            ]
+            lines += _imperfect(e)
     return "\n".join(lines) + "\n"
 
 

@@ -1,10 +1,11 @@
-"""What the persona model did, in words shared by report.md and report.html: calls and their retries,
+"""What the persona model did (and a judge model: the same counts), in words shared by report.md and
+report.html: calls and their retries,
 tokens and the cached share, each compaction of its context, and everything taken out of or repaired
 in its turns (nothing the tool changes goes unsaid). Money is report/cost.py's."""
 
 from __future__ import annotations
 
-from persona.state import RunState
+from persona.state import RunState, Usage
 
 
 def _count(causes: dict[str, int]) -> str:
@@ -12,13 +13,18 @@ def _count(causes: dict[str, int]) -> str:
 
 
 def usage_line(state: RunState) -> str:
-    u = state.usage
+    return usage_text(state.persona_model, state.usage)
+
+
+def usage_text(model: str, u: Usage) -> str:
+    """A model's calls (the persona's, or a judge's), as counted: retries and their causes, tokens,
+    the cached share, responses without usage."""
     calls = f"{u.calls} calls"
     if u.retries:
         calls += f" ({u.retries} retried by the client: {_count(u.retry_causes)})"
     tokens = f"{u.prompt_tokens:,} tokens in"
     if u.calls and u.counted == u.calls:
-        return f"{state.persona_model}; {calls}, {tokens}, {u.completion_tokens:,} out (counted with tiktoken)"
+        return f"{model}; {calls}, {tokens}, {u.completion_tokens:,} out (counted with tiktoken)"
     if u.cache_reported:
         share = u.cached_tokens / u.prompt_tokens if u.prompt_tokens else 0.0
         tokens += f" ({u.cached_tokens:,} from the provider's cache, {share:.0%})"
@@ -27,7 +33,7 @@ def usage_line(state: RunState) -> str:
     tokens += f", {u.completion_tokens:,} out"
     if u.counted:
         tokens += f"; {u.counted} response(s) without usage, counted with tiktoken"
-    return f"{state.persona_model}; {calls}, {tokens}"
+    return f"{model}; {calls}, {tokens}"
 
 
 def compaction_lines(state: RunState) -> list[str]:

@@ -18,6 +18,7 @@ from persona.errors import InputError, RunError
 from persona.report.autopsy import Autopsy, memory_autopsy
 from persona.report.catalog import scan
 from persona.report.cost import PriceTable
+from persona.report.gradings import load_set, shown_with
 from persona.report.html import write_run_report
 from persona.report.index import write_index
 from persona.report.leaderboard import write_leaderboard
@@ -54,10 +55,12 @@ def run_autopsy(folder: Path, state: RunState, bench: Benchmark | None) -> Autop
         return None
 
 
-def write_overview(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None) -> list[Path]:
-    """The folder's own pages: leaderboard.md, leaderboard.html and index.html; none without a run."""
-    entries = scan(results_dir, planned, prices)
-    return [*write_leaderboard(results_dir, entries), *write_index(results_dir, entries)]
+def write_overview(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None,
+                   grading: str | None = None) -> list[Path]:
+    """The folder's own pages: leaderboard.md, leaderboard.html and index.html; none without a run.
+    `grading`: the grading set shown where a run has it."""
+    entries = scan(results_dir, planned, prices, grading)
+    return [*write_leaderboard(results_dir, entries, grading), *write_index(results_dir, entries)]
 
 
 def publish_run(folder: Path, state: RunState, bench: Benchmark | None, results_dir: Path,
@@ -71,7 +74,7 @@ def publish_run(folder: Path, state: RunState, bench: Benchmark | None, results_
         return []
 
 
-def _benchmark_at(path: str) -> Benchmark | None:
+def benchmark_at(path: str) -> Benchmark | None:
     """The run's benchmark where its state says it is (absolute, or relative to here), if it loads."""
     try:
         return load_benchmark(Path(path)) if Path(path).is_dir() else None
@@ -96,7 +99,7 @@ def complete_entries(results_dir: Path, benches: dict[str, Benchmark], only: lis
             state = store.load()
             if state is None or state.ends <= state.reported_ends:
                 continue
-            bench = benches.get(state.run_id) or _benchmark_at(state.benchmark)
+            bench = benches.get(state.run_id) or benchmark_at(state.benchmark)
             if bench is None:
                 log.warning("%s: its benchmark %s does not load, so its report.md entry cannot be written",
                             state.run_id, state.benchmark)
@@ -113,8 +116,10 @@ def complete_entries(results_dir: Path, benches: dict[str, Benchmark], only: lis
 
 
 def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | None = None,
-            counter: TokenCounter | None = None, prices: PriceTable | None = None) -> list[Path]:
-    """Every run's report.html (or those in `only`), the leaderboard and the index; `benches` by run id."""
+            counter: TokenCounter | None = None, prices: PriceTable | None = None,
+            grading: str | None = None) -> list[Path]:
+    """Every run's report.html (or those in `only`), the leaderboard and the index; `benches` by run id.
+    `grading`: show that grading set wherever a run has it (the pages say which they show)."""
     counter, prices = counter or TokenCounter(), prices or PriceTable()
     written = []
     planned = {b.root.name: len(b.checks) for b in benches.values()}
@@ -127,8 +132,9 @@ def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | 
         except ValueError as e:
             log.warning("skipping %s: %s", path, str(e).splitlines()[0])
             continue
-        bench = benches.get(run_id) or _benchmark_at(state.benchmark)
+        bench = benches.get(run_id) or benchmark_at(state.benchmark)
+        state = shown_with(state, load_set(path.parent, grading) if grading else None)
         if bench is not None:
             planned.setdefault(bench.root.name, len(bench.checks))
         written.append(write_run_report(path.parent, state, exchanges, bench, counter, prices))
-    return written + write_overview(results_dir, planned, prices)
+    return written + write_overview(results_dir, planned, prices, grading)

@@ -512,13 +512,17 @@ def instructed(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"content": "Hello, nice to meet you!" if len(messages) <= 2 else "I'm 30."}
 
 
-def scripted_responder(language: str = "en") -> Responder:
+def scripted_responder(language: str = "en", verdict: Callable[..., dict[str, Any]] | None = None) -> Responder:
     """The scripted persona behind the HTTP API: the real OpenAI client path, deterministic answers.
-    Before a run has a phase (the preflight's few calls), it does what it is asked."""
+    Before a run has a phase (the preflight's few calls), it does what it is asked. Judge requests (the
+    `grade` tool, the judge's preflight too) get `verdict`'s answer, by default the offline rule judge's
+    (tests/support/judge.py)."""
     import asyncio
 
+    from persona.engine.judge import rule_verdict
     from persona.engine.scenario import PHASE_HEADER
     from persona.engine.scripted import ScriptedPersona
+    from tests.support.judge import with_judge
 
     persona = ScriptedPersona(language)
 
@@ -529,4 +533,4 @@ def scripted_responder(language: str = "en") -> Responder:
         return {"content": turn.content,
                 "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in turn.tool_calls]}
 
-    return respond
+    return with_judge(respond, verdict or rule_verdict)

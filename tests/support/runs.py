@@ -1,5 +1,6 @@
 """A small finished run of the demo benchmark, written by hand: facts told and changed, a new chat,
-a check answered after a memory search, a wrong one, an absent one. For report tests."""
+a check answered after a memory search, a wrong one (that the persona itself thought right), an
+absent one; graded by the rule judge with the persona's own grades beside. For report tests."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
-from persona.state import AgentSession, Evaluation, Exchange, RunState, RunStore, Usage
+from persona.state import AgentSession, Evaluation, Exchange, Grade, ItemMark, QuotedTurn, RunState, RunStore, Usage
 from tests.conftest import DEMO_BENCH
 
 EVIL = "<script>alert(1)</script>"
@@ -44,19 +45,27 @@ def demo_run(run_id: str = "r1") -> tuple[RunState, list[Exchange], Benchmark]:
                           reply_seconds=1.5) for t, s, p, sent, reply in CHAT]
 
     def ev(check_id: str, cat: Category, question: str, expected: str, answer: str, score: float, turn: int,
-           second: bool = False) -> Evaluation:
+           second: bool = False, persona: float | None = None, asked: int | None = None) -> Evaluation:
+        raw = score * (2 if second else 1)
+        own = persona if persona is not None else score
         return Evaluation(check_id=check_id, category=cat, question=question, expected=expected, answer=answer,
-                          raw_score=score * (2 if second else 1), score=score, second_attempt=second, comment="graded",
+                          raw_score=raw, score=score, second_attempt=second, comment="graded", grader="rules",
+                          items=[ItemMark(item=expected, correct=raw == 10)],
+                          persona_grade=Grade(grader="persona", raw_score=own, score=own, comment="looks right"),
+                          agent_turns=[QuotedTurn(turn=t, sent=sent, reply=[reply]) for t, _, _, sent, reply in CHAT
+                                       if (asked or turn) <= t <= turn],
                           phase=3 if turn < 10 else 4, turn=turn, session=1)
 
     state = RunState(
         run_id=run_id, benchmark=str(DEMO_BENCH), benchmark_title=bench.title, driver="demo", persona_model="scripted",
+        judge="rules",
         status="finished", finished=True, phase=4, facts=facts, turn=10, transcript_len=10, active_seconds=75,
         sessions=[AgentSession(index=0, started_turn=0), AgentSession(index=1, started_turn=6, reason="newSession",
                                                                       reset_sign="url changed")],
         evaluations=[
-            ev("d1", Category.single, "What does my partner do for a living?", "carpenter", "He is a carpenter.", 5, 8, True),
-            ev("d2", Category.updated, "What is my 10 km personal best?", "52:30", f"{EVIL} It is 54:10.", 0, 9),
+            ev("d1", Category.single, "What does my partner do for a living?", "carpenter", "He is a carpenter.", 5, 8, True,
+               asked=7),
+            ev("d2", Category.updated, "What is my 10 km personal best?", "52:30", f"{EVIL} It is 54:10.", 0, 9, persona=10),
             ev("d9", Category.absent, "What is my blood type?", "you didn't tell me", "You never told me.", 10, 10),
         ],
         usage=Usage(calls=12, prompt_tokens=4000, completion_tokens=300, by_phase={0: [1000, 100], 3: [3000, 200]}),
