@@ -72,7 +72,7 @@ def step_timer() -> Iterator[dict[str, list[float]]]:
 
 
 async def bench_driver(args, out: list[str]) -> None:
-    chromium = find_system_chromium()
+    chromium = find_system_chromium(headless=True)
     reply_s = args.reply_ms / 1000
     tuned = DEMO_PROFILE.with_overrides({}, {"completion": {"quiet_ms_with_done": 0}})
     ours = OurDriver(OURS, DEMO_PROFILE)
@@ -281,7 +281,7 @@ def machine() -> list[str]:
                 if line.startswith("model name")), "?")
     mem = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), "0")
     from importlib.metadata import version
-    chromium = find_system_chromium()
+    chromium = find_system_chromium(headless=True)
     return [f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
             f"- machine: {platform.platform()}, {cpu}, {os.cpu_count()} cores, {int(mem) // 1024 // 1024} GiB; "
             f"load average at start {os.getloadavg()[0]:.1f} (the cores are shared with other work: read ratios, not absolutes)",

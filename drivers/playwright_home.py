@@ -85,8 +85,10 @@ def _link(target: str, link: Path) -> None:
     link.symlink_to(target)
 
 
-def linked_browsers_path(root: Path, *, chromium: str | None, ffmpeg: str | None) -> Path:
-    """Make `root` a PLAYWRIGHT_BROWSERS_PATH whose builds are symlinks to the given executables.
+def linked_browsers_path(root: Path, *, chromium: str | None, ffmpeg: str | None,
+                         headless_shell: str | None = None) -> Path:
+    """Make `root` a PLAYWRIGHT_BROWSERS_PATH whose builds are symlinks to the given executables (the
+    headless shell's build to `headless_shell`, else to `chromium`).
 
     Builds already installed in the normal path are linked too, so they stay usable.
     """
@@ -98,7 +100,7 @@ def linked_browsers_path(root: Path, *, chromium: str | None, ffmpeg: str | None
         for entry in normal.iterdir():
             if not (root / entry.name).exists():
                 (root / entry.name).symlink_to(entry)
-    wanted = {"chromium": chromium, "chromium-headless-shell": chromium, "ffmpeg": ffmpeg}
+    wanted = {"chromium": chromium, "chromium-headless-shell": headless_shell or chromium, "ffmpeg": ffmpeg}
     for name, target in wanted.items():
         # A real build linked in from the normal path wins, and is never written into.
         if target and not _build_dir(root, name).is_symlink():

@@ -40,7 +40,7 @@ class ConnectConfig(Strict):
 class BrowserConfig(Strict):
     headless: bool = True
     slow_mo_ms: int = Field(0, ge=0)
-    executable_path: PathText | None = Field(None, description="Chromium binary; default: chromium on PATH, else Playwright's")
+    executable_path: PathText | None = Field(None, description="Chromium binary; default: on PATH chromium-headless-shell (headless runs) or chromium, else Playwright's")
     trace: Literal["off", "on", "retain-on-failure"] = "retain-on-failure"
     video: bool = False
     screenshot_on_failure: bool = True

@@ -15,6 +15,9 @@ if ! have_chromium && command -v apt-get >/dev/null; then
   echo "setup: installing Chromium with apt-get"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  # Headless runs use the headless shell where the distribution has it (Debian 12 does): less CPU.
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium-headless-shell >/dev/null 2>&1 \
+    || echo "setup: no chromium-headless-shell package; headless runs use chromium itself"
 fi
 have_chromium || echo "setup: no system Chromium; mmb will try 'playwright install chromium' (needs network)"
 

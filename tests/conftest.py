@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    path = find_system_chromium()
+    path = find_system_chromium(headless=True)  # what a headless `mmb run` launches
     if path is None:
         pytest.skip("no Chromium on this machine (apt-get install chromium)")
     return path

@@ -118,7 +118,8 @@ def browsers_path(
 
     try:
         chromium = find_system_chromium()
-        root = linked_browsers_path(folder.resolve(), chromium=chromium, ffmpeg=find_ffmpeg())
+        root = linked_browsers_path(folder.resolve(), chromium=chromium, ffmpeg=find_ffmpeg(),
+                                    headless_shell=find_system_chromium(headless=True))
     except (BrowserStartError, RuntimeError) as e:
         fail(str(e), EXIT_FAILED)
     if chromium is None:
