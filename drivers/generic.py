@@ -251,8 +251,7 @@ class PlaywrightDriver(ChatDriver):
             watch = ReplyWatch(page, self.profile)
             await watch.arm()
             await self._type(text)
-            await journal.submitting()
-            await self._submit()
+            await self._submit(journal)
             if await self._wait_sent(watch, text):
                 await journal.shown()
             reply = await self._collect(watch, step)
@@ -328,17 +327,25 @@ class PlaywrightDriver(ChatDriver):
         except PlaywrightError as e:
             raise await self._error(f"cannot type into input {self._sel.input!r}: {str(e).splitlines()[0]}") from None
 
-    async def _submit(self) -> None:
-        page = self._page()
+    async def _submit(self, journal: SendJournal | None = None) -> None:
+        """Press send, telling the journal just before: a button that never became clickable was
+        never pressed, so the message is known not to be in the chat and may be typed again."""
+        page, journal = self._page(), journal or SendJournal()
         try:
             if not self._sel.send:
+                await journal.submitting()
                 await page.locator(self._sel.input).filter(visible=True).first.press("Enter")
                 return
             button = page.locator(self._sel.send).filter(visible=True).first
             timeout = self.profile.send_timeout_s * 1000
             # A button that is plainly clickable gets one real mouse click at its centre; anything
-            # else (disabled, covered, moving, in a frame) gets Playwright's click, which waits.
+            # else (disabled, covered, moving, in a frame) is waited for as Playwright's click waits
+            # (a trial click presses nothing), then clicked. A page that wiped what we typed (an app
+            # still starting up) keeps its button disabled: the wait fails with send never pressed.
             point = await button.evaluate(_CLICK_POINT_JS, timeout=timeout)
+            if not point:
+                await button.click(timeout=timeout, trial=True)
+            await journal.submitting()
             if point:
                 await page.mouse.click(point["x"], point["y"])
             else:
