@@ -51,6 +51,8 @@ def hostile_entry(attack: str) -> str:
     state.evaluations[1].comment = f"The agent said {attack}"
     state.agent_notices = [AgentNotice(turn=3, session=0, text=attack)]
     state.sessions[1].reset_sign = f"agent acknowledged '/new': {attack}"
+    state.sends.resent = [f"turn 2: the chat showed an error for it: {attack!r}"]
+    state.log = [f"turn 2: sending failed (attempt 1 of 4): the chat shows an error instead of a reply: {attack}"]
     return render_entry(bench, state)
 
 

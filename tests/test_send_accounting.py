@@ -106,9 +106,27 @@ def test_an_error_bubble_is_typed_again_and_counted(write_bench, tmp_path):
     assert state.sends.resent[0].startswith("turn 2: the chat showed an error for it")
     line = report_line(tmp_path)
     assert line.startswith(f"- **Typed into the chat:** {MESSAGES + 1} persona message(s) typed; {MESSAGES} answered; "
-                           "typed again 1 time(s): turn 2: the chat showed an error for it"), line
+                           "typed again 1 time(s): ` turn 2: the chat showed an error for it"), line
     transcript = [json.loads(x) for x in (tmp_path / "results" / "r" / "transcript.jsonl").read_text().splitlines()]
     assert [t["typed"] for t in transcript] == [1, 2, 1]
+
+
+def test_a_send_button_that_never_enables_was_never_pressed_so_the_message_is_typed_again(write_bench, tmp_path):
+    """An app still starting up wipes what was typed and keeps its send button disabled (Chainlit did
+    so in CI): send was never pressed, so the chat is reopened and the message typed again, counted
+    once, and the run log in the report says what happened."""
+    with ChatLab(LabScenario(wipe_input_once=True, done="attr")) as lab:
+        run = agent(lab)
+        run["options"]["send_timeout_s"] = 1.5
+        outcome, state = play(tmp_path, **QUICK, benchmark=write_bench(BENCH), agent=run)
+        accounted(state, lab)
+        assert len(lab.received) == MESSAGES == len(set(lab.received))
+    assert outcome.status == "finished", outcome.error
+    assert state.sends.typed == MESSAGES and state.sends.resent == [] and state.sends.not_taken == 0
+    failed = [line for line in state.log if "sending failed (attempt 1 of 4): cannot send with '#send'" in line]
+    assert len(failed) == 1, state.log
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert "- **Run log:** " in report and "sending failed (attempt 1 of 4): cannot send with" in report
 
 
 def test_a_page_that_reloads_mid_reply_gets_each_message_once(write_bench, tmp_path):

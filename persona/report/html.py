@@ -19,7 +19,15 @@ from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, RUN_PAGE
 from persona.report.charts import Point, Scatter, scatter
 from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
-from persona.report.markdown import duration, grading_line, phase_title, provenance_changes, provenance_summary, typed_into_chat
+from persona.report.markdown import (
+    duration,
+    grading_line,
+    phase_title,
+    provenance_changes,
+    provenance_summary,
+    run_log,
+    typed_into_chat,
+)
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
 from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
 from persona.report.snapshots import MemoryStore
@@ -64,6 +72,7 @@ class RunReport:
         self.provenance = provenance_summary(state)
         self.provenance_changes = provenance_changes(state)
         self.typed = typed_into_chat(state)
+        self.log_count, self.log_shown = run_log(state)
         self.categories = list(by_category(evs).values())
         self.phases = list(by_phase(evs).items())
         self.costs = phase_costs(state)

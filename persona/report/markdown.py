@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
@@ -181,8 +182,9 @@ def _agent_compactions(state: RunState) -> str:
     return f"{len(state.agent_notices)} — " + "; ".join(shown)
 
 
-def typed_into_chat(state: RunState) -> str:
-    """What the agent's chat was given, all told: every typing counted, resends with their reason."""
+def typed_into_chat(state: RunState, quote: Callable[[str], str] = str) -> str:
+    """What the agent's chat was given, all told: every typing counted, resends with their reason
+    (which may quote the chat: `quote` makes it inert where the format needs it)."""
     s, pending = state.sends, state.pending
     line = f"{s.typed} persona message(s) typed"
     if s.typed < state.turn:  # a run begun by a version of mmb that did not count them
@@ -194,10 +196,28 @@ def typed_into_chat(state: RunState) -> str:
         line += f", turn {pending.turn} awaiting its reply"
     if s.resent:
         shown = s.resent[:10]
-        line += f"; typed again {len(s.resent)} time(s): " + "; ".join(shown) + (" …" if len(s.resent) > len(shown) else "")
+        line += f"; typed again {len(s.resent)} time(s): " + "; ".join(map(quote, shown)) \
+            + (" …" if len(s.resent) > len(shown) else "")
     if s.commands:
         line += f"; {s.commands} command(s) typed for new sessions"
     return line
+
+
+LOG_SHOWN = 12  # the run log's last lines in a report entry; state.json keeps them all
+
+
+def run_log(state: RunState) -> tuple[int, list[str]]:
+    """The state's log for a report: how many lines, and the last ones (how the driver got past a sick
+    chat, resumes, the preflight, the benchmark's bench.log lines)."""
+    return len(state.log), state.log[-LOG_SHOWN:]
+
+
+def _run_log(state: RunState) -> list[str]:
+    count, shown = run_log(state)
+    if not count:
+        return []
+    which = f", the last {len(shown)}" if count > len(shown) else ""
+    return [f"- **Run log:** {count} line(s) in state.json{which}" + "".join(f"\n  - {quote_inline(line)}" for line in shown)]
 
 
 def _sessions(state: RunState) -> str:
@@ -267,7 +287,7 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Run time:** {duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
         f"- **Progress:** phase {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)}, "
         f"{state.turn} messages to the agent",
-        f"- **Typed into the chat:** {typed_into_chat(state)}",
+        f"- **Typed into the chat:** {typed_into_chat(state, quote_inline)}",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
@@ -286,6 +306,7 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
     if state.status in ("stalled", "budget"):
         lines.append(f"- **Stopped as `{state.status}`:** the state is kept; raise the limit named above and run the "
                      f"same command again to go on from here")
+    lines += _run_log(state)
     lines += _persona_cost(bench, state)
     if autopsy is not None:
         lines += _memory_autopsy(autopsy)
