@@ -113,6 +113,11 @@ class NotResent(DriverError):
     the run stops (resumable) instead of sending it twice."""
 
 
+class InputCleared(DriverError):
+    """The page cleared what was typed before send could be pressed (an app finishing its start-up
+    remounts its input): nothing was sent, and the same page takes the message typed again."""
+
+
 class SelectorError(DriverError):
     """A selector of the profile that no page can match (not valid CSS): retrying cannot help."""
 

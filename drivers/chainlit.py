@@ -7,6 +7,10 @@ with `chainlit run app.py --host 127.0.0.1 --port 8000 --headless`. Quirks:
 - "New chat" asks for confirmation (`#new-chat-button`, then `#confirm` in the dialog); a new chat
   is a new websocket session, so the app's `on_chat_start` welcome shows again (not a reply: it
   comes before our message).
+- When the session connects (about 0.3 s after the input shows, with the app's welcome or the upload
+  area) the chat area mounts and clears the input: a message typed before that is never sent. The
+  driver sees the input cleared and the send button disabled, types it again in the same page, and
+  the report's run log says so (InputCleared).
 """
 
 from .profile import Completion, Profile, Selectors

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
-from playwright.async_api import BrowserContext, Page
+from playwright.async_api import BrowserContext, Locator, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -27,6 +27,7 @@ from .base import (
     ChatBefore,
     ChatDriver,
     DriverError,
+    InputCleared,
     NotResent,
     Presence,
     RateLimited,
@@ -51,6 +52,7 @@ _shots = itertools.count(1)
 _CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 _HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
+_CLEARED_CHECK_S = 1.0  # while send is not clickable, whether what we typed is still in the input, this often
 _RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
 
 # Messages shown (but ignored ones), open shadow roots included.
@@ -251,7 +253,7 @@ class PlaywrightDriver(ChatDriver):
             watch = ReplyWatch(page, self.profile)
             await watch.arm()
             await self._type(text)
-            await self._submit(journal)
+            await self._submit(journal, typed=text)
             if await self._wait_sent(watch, text):
                 await journal.shown()
             reply = await self._collect(watch, step)
@@ -327,7 +329,7 @@ class PlaywrightDriver(ChatDriver):
         except PlaywrightError as e:
             raise await self._error(f"cannot type into input {self._sel.input!r}: {str(e).splitlines()[0]}") from None
 
-    async def _submit(self, journal: SendJournal | None = None) -> None:
+    async def _submit(self, journal: SendJournal | None = None, typed: str | None = None) -> None:
         """Press send, telling the journal just before: a button that never became clickable was
         never pressed, so the message is known not to be in the chat and may be typed again."""
         page, journal = self._page(), journal or SendJournal()
@@ -344,7 +346,7 @@ class PlaywrightDriver(ChatDriver):
             # still starting up) keeps its button disabled: the wait fails with send never pressed.
             point = await button.evaluate(_CLICK_POINT_JS, timeout=timeout)
             if not point:
-                await button.click(timeout=timeout, trial=True)
+                await self._wait_clickable(button, typed, timeout / 1000)
             await journal.submitting()
             if point:
                 await page.mouse.click(point["x"], point["y"])
@@ -495,6 +497,23 @@ class PlaywrightDriver(ChatDriver):
         if sent > 1:
             signs.append(f"sent {sent} times: the UI had left it in the input")
         return "; ".join(signs)
+
+    async def _wait_clickable(self, button: Locator, typed: str | None, timeout_s: float) -> None:
+        """Wait as Playwright's click would, pressing nothing (a trial click). A page that cleared what
+        was typed (an app finishing its start-up remounts its input) will not enable its button for
+        it: that is InputCleared at once, not a wait to the end of send_timeout_s."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                await button.click(timeout=max(min(left, _CLEARED_CHECK_S), 0.05) * 1000, trial=True)
+                return
+            except PlaywrightTimeout:
+                if typed is not None and not await self._still_in_input(typed):
+                    raise InputCleared(f"the page cleared the input before {self._sel.send!r} could be pressed "
+                                       "(an app still starting up?); nothing was sent") from None
+                if left <= _CLEARED_CHECK_S:
+                    raise
 
     async def _still_in_input(self, text: str) -> bool:
         box = self._page().locator(self._sel.input).filter(visible=True)

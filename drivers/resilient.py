@@ -35,6 +35,7 @@ from .base import (
     ChatBefore,
     ChatDriver,
     DriverError,
+    InputCleared,
     NotResent,
     Presence,
     RateLimited,
@@ -126,7 +127,7 @@ class ResilientDriver(ChatDriver):
                         return found
                     self._event(f"typing the message again (attempt {attempt}): {found.why}")
                     await submits.resending(found.why)
-                elif attempt > 1:
+                elif attempt > 1 and not isinstance(last, InputCleared):  # that page works: reopening starts it again
                     await self._reopen()
                 if attempt > 1 or submitted:
                     before = await self.inner.chat_before()

@@ -83,7 +83,7 @@ class LabScenario(BaseModel):
     text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
     cover_send_ms: int = 0  # a banner lies over the send button this long after the page loads
     send_enabled_after_ms: int = 0  # the send button is disabled this long after each edit of the input
-    wipe_input_once: bool = False  # an app finishing its start-up (Chainlit): in a tab's first page, its send button
+    wipe_first_typing: bool = False  # an app finishing its start-up (Chainlit): in each page loaded, the send button
     # stays disabled and the first typing is cleared away; it is disabled whenever the input is empty
     reload_mid_reply_ms: int = 0  # the page reloads itself this long after the first reply starts (once a page)
     final_render_ms: int = 0  # this long after the done marker, the bubble's text is rendered once more (" ✓")
@@ -425,14 +425,14 @@ _HTML = r"""<!doctype html>
     });
   }
 
-  if (cfg.wipe_input_once && sendBtn) {
-    let started = Boolean(sessionStorage.getItem("wiped"));
+  if (cfg.wipe_first_typing && sendBtn) {
+    let started = false;
     const clear = () => { if (cfg.input === "contenteditable") box.textContent = ""; else box.value = ""; };
     const typed = () => (cfg.input === "contenteditable" ? box.innerText : box.value).trim() !== "";
     const sync = () => { sendBtn.disabled = busy || !started || !typed(); };
     box.addEventListener("input", () => {
       sync();
-      if (!started) setTimeout(() => { sessionStorage.setItem("wiped", "1"); started = true; clear(); sync(); }, 100);
+      if (!started) setTimeout(() => { started = true; clear(); sync(); }, 100);
     });
     sync();
   }
