@@ -499,9 +499,9 @@ class PlaywrightDriver(ChatDriver):
         return "; ".join(signs)
 
     async def _wait_clickable(self, button: Locator, typed: str | None, timeout_s: float) -> None:
-        """Wait as Playwright's click would, pressing nothing (a trial click). A page that cleared what
-        was typed (an app finishing its start-up remounts its input) will not enable its button for
-        it: that is InputCleared at once, not a wait to the end of send_timeout_s."""
+        """Wait as Playwright's click would, pressing nothing (a trial click). A page that emptied its
+        input after we typed (an app finishing its start-up remounts it) will not enable its button
+        for it: that is InputCleared at once, not a wait to the end of send_timeout_s."""
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -509,18 +509,21 @@ class PlaywrightDriver(ChatDriver):
                 await button.click(timeout=max(min(left, _CLEARED_CHECK_S), 0.05) * 1000, trial=True)
                 return
             except PlaywrightTimeout:
-                if typed is not None and not await self._still_in_input(typed):
+                if typed and not (await self._input_text()).strip():  # empty: typing it again cannot double it
                     raise InputCleared(f"the page cleared the input before {self._sel.send!r} could be pressed "
                                        "(an app still starting up?); nothing was sent") from None
                 if left <= _CLEARED_CHECK_S:
                     raise
 
-    async def _still_in_input(self, text: str) -> bool:
+    async def _input_text(self) -> str:
+        """What the input holds now ('' when it is gone)."""
         box = self._page().locator(self._sel.input).filter(visible=True)
         if not await box.count():
-            return False
-        shown = await box.first.evaluate("el => el.value ?? el.innerText ?? ''")
-        return squash(shown) == squash(text)
+            return ""
+        return await box.first.evaluate("el => el.value ?? el.innerText ?? ''")
+
+    async def _still_in_input(self, text: str) -> bool:
+        return squash(await self._input_text()) == squash(text)
 
     async def _alerts(self) -> str:
         """What the page says in visible role=alert elements, e.g. why it turned a command down."""
