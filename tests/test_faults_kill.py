@@ -57,22 +57,43 @@ def schedule(rng: random.Random) -> list[Kill]:
 TOO_LATE = "too late"
 
 
+class SavedState:
+    """state.json as the running mmb last saved it, parsed again only when the file changed: the
+    watch polls every 10 ms, and parsing it each time took CPU from the run it watches. Saves are
+    atomic renames, so a read never sees half a file."""
+
+    def __init__(self, path: Path):
+        self.path, self.mtime, self.state = path, None, {}
+        self.now()
+        self.first_mtime = self.mtime  # None while the run has saved nothing
+
+    def now(self) -> dict:
+        mtime = safe(lambda: self.path.stat().st_mtime_ns)
+        if mtime != self.mtime and mtime != -1:
+            try:
+                self.state, self.mtime = json.loads(self.path.read_text()), mtime
+            except (FileNotFoundError, json.JSONDecodeError):
+                pass  # read again at the next poll
+        return self.state
+
+
 def kill_when(proc: subprocess.Popen, results: Results, kill: Kill) -> str | None:
     """Watch for the moment `kill` names and kill the process group then; None if mmb ended first,
     TOO_LATE (and no kill) if the state shows the run finished before that moment came."""
-    turn0 = safe(lambda: results.state()["turn"])
-    mtime0 = safe(lambda: int((results.run / "state.json").stat().st_mtime_ns))
+    saved = SavedState(results.run / "state.json")
+    turn0 = saved.now().get("turn", 0)
     started_at: float | None = None
     while proc.poll() is None:
-        if safe(lambda: int(results.state()["finished"])) == 1:
+        state = saved.now()
+        if state.get("finished"):
             return TOO_LATE  # a kill now would land in the teardown of a run already done
         if kill[0] == "turn":
-            hit = safe(lambda: results.state()["turn"]) >= max(turn0, 0) + kill[1]
+            hit = state.get("turn", -1) >= turn0 + kill[1]
         elif kill[0] == "mid-reply":
             received = safe(lambda: len(results.agent_received()))
             hit = received > safe(lambda: len(results.transcript())) >= 0 and received > 0
         else:
-            if started_at is None and safe(lambda: int((results.run / "state.json").stat().st_mtime_ns)) != mtime0:
+            if started_at is None and saved.mtime != saved.first_mtime:
                 started_at = time.monotonic()
             hit = started_at is not None and time.monotonic() - started_at >= kill[1]
         if hit:
