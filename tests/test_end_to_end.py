@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import DEMO_ENGINE, REPO, demo_run, mmb
 from tests.support.quirk_server import QuirkServer, scripted_responder
+from tests.support.run_process import Results
 from tests.support.tiny import TINY
 
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
@@ -31,20 +32,8 @@ def evaluations(state: dict) -> list[tuple]:
     return [(e["check_id"], e["score"], e["second_attempt"], e["answer"]) for e in state["evaluations"]]
 
 
-def agent_user_messages(results: Path, run_id: str = "demo") -> list[str]:
-    """What the demo agent itself received, from its own memory file."""
-    memory = json.loads((results / run_id / "agent-data" / "memory.json").read_text())
-    return [m["text"] for c in memory["conversations"].values() for m in c["messages"] if m["role"] == "user"]
-
-
-@pytest.fixture
-def reference(demo_reference) -> dict:
-    """The session's one uninterrupted scripted run of the demo benchmark (tests/conftest.py)."""
-    return {"results": demo_reference.folder, "stdout": demo_reference.printed, "state": demo_reference.state()}
-
-
-def test_demo_run_writes_state_and_report(reference):
-    state, results = reference["state"], reference["results"]
+def test_demo_run_writes_state_and_report(demo_reference):
+    state, results = demo_reference.state(), demo_reference.folder
     assert state["status"] == "finished" and state["finished"]
     assert len(state["evaluations"]) == 10
     assert [s["reason"] for s in state["sessions"]] == ["start", "newSession"]
@@ -61,14 +50,14 @@ def test_demo_run_writes_state_and_report(reference):
     assert len(provenance["profile_sha256"]) == 64 and f"browser {provenance['browser']}" in report
     assert {e["grader"] for e in state["evaluations"]} == {"rules"} and "Graded by:** the offline rule judge" in report
     assert "#### d6 [aggregate] — 0/10" in report and "- **Expected:** 2" in report
-    assert "finished: mean" in reference["stdout"]
+    assert "finished: mean" in demo_reference.printed
     transcript = (results / "demo" / "transcript.jsonl").read_text().splitlines()
     assert len(transcript) == state["turn"] and all("busy-gone" in json.loads(t)["signal"] for t in transcript)
     assert not (results / "demo" / "traces").exists() or not list((results / "demo" / "traces").iterdir())
 
 
-def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_class(reference):
-    results = reference["results"]
+def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_class(demo_reference):
+    results = demo_reference.folder
     memory = results / "demo" / "memory"
     index = json.loads((memory / "index.json").read_text())
     reasons = [s["reason"] for s in index["snapshots"]]
@@ -82,13 +71,13 @@ def test_the_demo_run_reads_the_agent_s_memory_and_shows_an_autopsy_with_every_c
     assert "**d2** [updated] 0/10 — **stale**" in autopsy and "**d5** [preference] 0/10 — **never stored**" in autopsy
     judged = json.loads((memory / "judged.json").read_text())  # the run's judge (offline: rules) asked where the matcher found nothing
     assert {k: (v["judge"], v["items"]) for k, v in judged.items()} == {"d5": ("rules", [False])}
-    assert "memory autopsy: the judge (rules) read the memory for 1 check(s) the matcher found nowhere" in reference["state"]["log"]
+    assert "memory autopsy: the judge (rules) read the memory for 1 check(s) the matcher found nowhere" in demo_reference.state()["log"]
     html = (results / "demo" / "report.html").read_text()
     assert 'id="memory-autopsy"' in html and '<details class="diff">' in html
 
 
-def test_a_finished_run_is_not_replayed_and_deleting_it_starts_over(reference, tmp_path):
-    results = shutil.copytree(reference["results"], tmp_path / "results")  # the reference is shared: only read
+def test_a_finished_run_is_not_replayed_and_deleting_it_starts_over(demo_reference, tmp_path):
+    results = shutil.copytree(demo_reference.folder, tmp_path / "results")  # the reference is shared: only read
     config = tmp_path / "config.jsonc"
     config.write_text(json.dumps({"results_dir": str(results), "runs": [demo_run()]}))
     again = mmb("run", "-c", str(config))
@@ -114,7 +103,7 @@ def _run_until(config: Path, results: Path, turn: int) -> None:
         proc.wait()
 
 
-def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp_path):
+def test_killed_runs_resume_to_the_same_evaluations(demo_reference, write_config, tmp_path):
     config = write_config([demo_run()], compaction=COMPACTION)
     results = tmp_path / "results"
     # (tests/test_faults_kill.py kills twenty-odd times, at every crash point)
@@ -123,9 +112,9 @@ def test_killed_runs_resume_to_the_same_evaluations(reference, write_config, tmp
     done = mmb("run", "-c", str(config))
     assert done.returncode == 0, done.stderr
     state = load_state(results)
-    assert evaluations(state) == evaluations(reference["state"])
+    assert evaluations(state) == evaluations(demo_reference.state())
     # No message reached the agent twice: it got exactly what an uninterrupted run sends.
-    assert agent_user_messages(results) == agent_user_messages(reference["results"])
+    assert Results(results, results / "demo").agent_received() == demo_reference.agent_received()
 
 
 def test_parallel_runs_use_their_own_contexts(write_bench, write_config, tmp_path):
@@ -144,7 +133,7 @@ def test_parallel_runs_use_their_own_contexts(write_bench, write_config, tmp_pat
     assert (results / "report.md").read_text().count("## ") >= 2
 
 
-def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write_config, tmp_path):
+def test_the_openai_client_path_plays_like_the_scripted_persona(demo_reference, write_config, tmp_path):
     secret = "sk-test-do-not-leak-1234567890"
     with QuirkServer(scripted_responder("en")) as server:
         persona = {"kind": "openai", "base_url": server.base_url, "model": "test-model", "api_key_env": "MMB_TEST_KEY"}
@@ -152,7 +141,7 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write
         done = mmb("run", "-c", str(config), env={"MMB_TEST_KEY": secret})
     assert done.returncode == 0, done.stderr
     state = load_state(tmp_path / "results")
-    assert evaluations(state) == evaluations(reference["state"])
+    assert evaluations(state) == evaluations(demo_reference.state())
     checks, judge_check, played = server.requests[:3], server.requests[3], server.requests[4:]
     assert all("check a tool protocol" in r["messages"][0]["content"] for r in checks), "the preflight comes first"
     assert "persona model test-model: answers: ok" in done.stdout and not server.rejections
@@ -170,16 +159,16 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(reference, write
             assert secret.encode() not in path.read_bytes(), path
 
 
-def test_the_demo_runs_results_list_export_compare_and_index(reference, tmp_path):
+def test_the_demo_runs_results_list_export_compare_and_index(demo_reference, tmp_path):
     """The commands that read results, on the real demo run (`mmb list`, `export`, `compare`, the index page)."""
     from typer.testing import CliRunner
 
     from persona.cli.app import app
 
     def run(*args: str):
-        return CliRunner().invoke(app, [*args, "--results", str(reference["results"])], prog_name="mmb")
+        return CliRunner().invoke(app, [*args, "--results", str(demo_reference.folder)], prog_name="mmb")
 
-    results = reference["results"]
+    results = demo_reference.folder
     listed = run("list")
     assert listed.exit_code == 0 and listed.stdout.splitlines()[1].split()[:7] == \
         ["demo", "demo", "demo", "finished", "phase", "5/5", "10/10"]
