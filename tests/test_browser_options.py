@@ -23,6 +23,22 @@ def test_headed_and_slow_mo_reach_the_launch():
     assert (config.trace, config.video) == ("on", True)
 
 
+def test_headless_launches_take_the_headless_shell_where_installed(tmp_path, monkeypatch):
+    for name in ("chromium", "chromium-headless-shell"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("MMB_CHROMIUM", raising=False)
+    assert launch_options(BrowserConfig(headless=True))["executable_path"] == str(tmp_path / "chromium-headless-shell")
+    assert launch_options(BrowserConfig(headless=False))["executable_path"] == str(tmp_path / "chromium")
+    (tmp_path / "chromium-headless-shell").unlink()  # a distribution without the package: the full browser
+    assert launch_options(BrowserConfig(headless=True))["executable_path"] == str(tmp_path / "chromium")
+    monkeypatch.setenv("MMB_CHROMIUM", str(tmp_path / "chromium"))  # a choice of one's own wins
+    (tmp_path / "chromium-headless-shell").write_text("#!/bin/sh\n")
+    (tmp_path / "chromium-headless-shell").chmod(0o755)
+    assert launch_options(BrowserConfig(headless=True))["executable_path"] == str(tmp_path / "chromium")
+
+
 def test_no_flags_keep_the_config():
     config = BrowserConfig(headless=True, slow_mo_ms=120, trace="off")
     apply_overrides(config, headed=False, slow_mo=None, trace=None, video=False)
