@@ -23,7 +23,6 @@ transcript.jsonl; a timeout says which stage it was stuck in.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import time
@@ -31,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
 
-from .base import ChatBefore
+from .base import ChatBefore, DriverError
 from .deep_dom import in_page
+from .frames import ChatScope, FrameNotFound
 from .profile import Profile
+from .waiting import HEARTBEAT_S, PAGE_GRACE_S, PageNotAnswering, beat, bounded
 
 # A bubble's text without what the profile strips (a time inside the bubble, buttons): how our own
 # message is compared with what we typed, in the page's watch and in the driver alike.
@@ -184,7 +184,9 @@ WATCH_JS = in_page(r"""
     const stableFor = now - w.since;
     const stage = texts.length ? "reply not complete"
                 : (shown.length || busy ? "reply not started (only placeholders or a busy marker)" : "no reply bubble");
-    const state = {stage, started: shown.length > 0 || busy || !!w.busySeen, busy, busySeen: !!w.busySeen, done,
+    // Started: a real bubble or a busy marker. A placeholder alone proves nothing (a static empty
+    // element, or our own bubble matched by the agent's selector too): the first-bubble limit holds.
+    const state = {stage, started: real.length > 0 || busy || !!w.busySeen, busy, busySeen: !!w.busySeen, done,
                    bubbles: texts.length, pending, last: (texts[texts.length - 1] || "").slice(-200), stableFor};
     if (!texts.length || busy || pending || (cfg.done && !done)) return state;
     // The done marker is the UI saying so; a busy marker gone says less (another bubble may follow).
@@ -237,7 +239,8 @@ WATCH_JS = in_page(r"""
         if (limits.stage === "sent") {
           const mine = ours(w);
           if (mine) return finish({text: plainText(mine)});
-          if (elapsed >= limits.totalMs) finish({timeout: "sent"});
+          if (elapsed >= limits.totalMs) return finish({timeout: "sent"});
+          if (elapsed >= limits.sliceMs) finish({pending: {stage: "our message is not shown"}});
           return;
         }
         const error = shownError(w);
@@ -246,6 +249,8 @@ WATCH_JS = in_page(r"""
         if (state.complete) return finish(end(w, state.complete));
         if (!state.started && elapsed >= limits.firstMs) return finish({timeout: "first"});
         if (elapsed >= limits.totalMs) return finish({timeout: "full"});
+        // The Python side hears from the page at least this often (its heartbeat, its own bound).
+        if (elapsed >= limits.sliceMs) return finish({pending: state});
         if (w.recheckAt) {
           clearTimeout(later);
           later = setTimeout(run, Math.max(0, w.recheckAt - performance.now()));
@@ -262,7 +267,13 @@ WATCH_JS = in_page(r"""
   // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { end(w, null); return true; }
-  if (op === "diagnose") { const s = judge(w); delete s.complete; return s; }
+  if (op === "diagnose") {
+    const s = judge(w); delete s.complete;
+    // The agent's selector also matching our own bubble (one class for both) explains a reply never seen.
+    const mine = cfg.user ? ours(w) : null;
+    s.assistantMatchesOurs = !!mine && (!!Q.closest(mine, cfg.assistant) || all(cfg.assistant, mine).length > 0);
+    return s;
+  }
   return wait(w);  // op === "wait"
 }
 """.replace("@PLAIN_TEXT@", PLAIN_TEXT_JS))
@@ -286,13 +297,15 @@ class WaitFailure:
 
     stage: str
     waited_s: float
-    state: dict[str, Any]
+    state: dict[str, Any]  # the page's last judgement; empty when the page could not tell
     selectors: dict[str, Any] = field(default_factory=dict)  # the watch's cfg: which selector saw what
 
     def describe(self) -> str:
         """The stage, then what each selector of the reply saw, e.g. "no reply bubble after 120 s
         (limit 120 s): nothing matched assistant_message '.bot' after our message; busy '#stop' never seen"."""
         s, sel = self.state, self.selectors
+        if not s:
+            return self.stage
         if s.get("stage") == "our message is not shown":
             return f"{self.stage}: user_message {sel.get('user')!r} shows no new message of ours"
         found = (f"{s['bubbles']} bubble(s) matched assistant_message {sel.get('assistant')!r}, the last "
@@ -300,6 +313,9 @@ class WaitFailure:
                  f"{'only placeholders' if s.get('pending') else 'nothing'} matched assistant_message "
                  f"{sel.get('assistant')!r} after our message")
         parts = [found]
+        if s.get("assistantMatchesOurs"):
+            parts.append(f"assistant_message {sel.get('assistant')!r} also matches our own message "
+                         f"(user_message {sel.get('user')!r}): make it match the agent's bubbles only")
         if sel.get("busy"):
             parts.append(f"busy {sel['busy']!r} {'visible' if s['busy'] else ('gone' if s['busySeen'] else 'never seen')}")
         if sel.get("done"):
@@ -309,13 +325,30 @@ class WaitFailure:
         return f"{self.stage}: " + "; ".join(parts)
 
 
-class ReplyWatch:
-    """One reply being waited for: arm before sending, then wait_sent, then wait."""
+def _progress(state: dict[str, Any]) -> str:
+    """A heartbeat's detail: the stage the page reported last, and what it saw."""
+    if not state:
+        return "no word from the page yet"
+    detail = f"stage: {state.get('stage', '?')}"
+    if state.get("bubbles"):
+        detail += f", {state['bubbles']} bubble(s), the last ending {state.get('last', '')[-60:]!r}"
+    if state.get("busy"):
+        detail += ", busy marker shown"
+    return detail
 
-    def __init__(self, page: Page, profile: Profile, users_before: int | None = None, *,
+
+class ReplyWatch:
+    """One reply being waited for: arm before sending, then wait_sent, then wait.
+
+    Each call into the page is bounded on this side: the page answers a stage's wait at least every
+    `HEARTBEAT_S` with where it stands (a heartbeat line is logged from that), and a page that does
+    not answer within that plus `PAGE_GRACE_S` is taken for stuck: the wait fails with the stage,
+    within its limit plus a few seconds, like any reply that did not come."""
+
+    def __init__(self, scope: ChatScope, profile: Profile, users_before: int | None = None, *,
                  first_bubble_s: float | None = None):
         sel, c = profile.selectors, profile.completion
-        self.page = page
+        self.scope = scope
         self.completion = c
         self.first_bubble_s = c.first_bubble_timeout_s if first_bubble_s is None else first_bubble_s
         self.send_timeout_s = profile.send_timeout_s
@@ -326,9 +359,13 @@ class ReplyWatch:
             "placeholderBusy": c.placeholder_means_busy, "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers,
             "quietDone": c.quiet_ms_with_done, "pollMs": c.poll_ms,
         }
+        self.last_state: dict[str, Any] = {}
 
-    async def _call(self, op: str, limits: dict[str, Any] | None = None) -> Any:
-        return await self.page.evaluate(WATCH_JS, {"op": op, "cfg": self.cfg, "limits": limits})
+    async def _call(self, op: str, limits: dict[str, Any] | None = None, *, bound_s: float | None = None) -> Any:
+        """One call into the chat's frame, bounded (by the send limit unless told otherwise)."""
+        frame = await self.scope.frame()
+        call = frame.evaluate(WATCH_JS, {"op": op, "cfg": self.cfg, "limits": limits})
+        return await bounded(call, self.send_timeout_s + PAGE_GRACE_S if bound_s is None else bound_s, f"reply watch: {op}")
 
     async def arm(self) -> ChatBefore:
         """Before sending: mark what the chat shows now, start watching for a busy marker; returns
@@ -347,50 +384,77 @@ class ReplyWatch:
         """Our message's text as the chat shows it once it is there; None if it did not show up in time.
         Needs the profile's user selector."""
         result = await self._wait_in_page("sent", first_s=self.send_timeout_s, total_s=self.send_timeout_s)
-        return None if result is None or "timeout" in result else result["text"]
+        return None if "timeout" in result else result["text"]
 
     async def wait(self) -> Watched | WaitFailure:
         """The complete reply, or why there was none within the profile's time limits."""
         c = self.completion
         started = time.monotonic()
         result = await self._wait_in_page("reply", first_s=self.first_bubble_s, total_s=c.timeout_s)
-        if result is None or "timeout" in result:
-            waited = time.monotonic() - started
-            state = await self._call("diagnose")
-            await self._call("disarm")
-            first = result is not None and result["timeout"] == "first"
-            limit = self.first_bubble_s if first else c.timeout_s
-            stage = state["stage"] if result is not None else "the watch was replaced by another"
-            return WaitFailure(stage=f"{stage} after {waited:.0f} s (limit {limit:g} s)", waited_s=waited, state=state,
-                               selectors=self.cfg)
-        return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
-                       error=result.get("error"), checks=result.get("checks", 0), check_ms=result.get("checkMs", 0.0))
+        if "timeout" not in result:
+            return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
+                           error=result.get("error"), checks=result.get("checks", 0), check_ms=result.get("checkMs", 0.0))
+        waited = time.monotonic() - started
+        kind = result["timeout"]
+        state = await self._last_look()
+        if kind == "first":
+            stage = f"{state.get('stage', 'no reply bubble')} after {waited:.0f} s (limit {self.first_bubble_s:g} s)"
+        elif kind == "full":
+            stage = f"{state.get('stage', 'reply not complete')} after {waited:.0f} s (limit {c.timeout_s:g} s)"
+        elif kind == "replaced":
+            stage = f"the watch was replaced by another after {waited:.0f} s"
+        else:  # the page's side of the wait failed or went silent: say so, with what it showed last
+            stage = f"{result['why']} after {waited:.0f} s"
+        return WaitFailure(stage=stage, waited_s=waited, state=state, selectors=self.cfg)
 
-    async def _wait_in_page(self, stage: str, *, first_s: float, total_s: float) -> dict[str, Any] | None:
-        """One call that the page answers when the stage is over ({"timeout": ...} when its time ran
-        out). A navigation destroys the page's side of the wait: it is taken up again in the new
-        document, for the time that is left."""
+    async def _last_look(self) -> dict[str, Any]:
+        """The page's judgement now (or the last one it sent, if it cannot answer), the watch ended."""
+        try:
+            state = await self._call("diagnose", bound_s=PAGE_GRACE_S)
+            await self._call("disarm", bound_s=PAGE_GRACE_S)
+            return state
+        except (PlaywrightError, DriverError, FrameNotFound):
+            return self.last_state
+
+    async def _wait_in_page(self, stage: str, *, first_s: float, total_s: float) -> dict[str, Any]:
+        """The page's answer when the stage is over: its result, or {"timeout": kind} (kinds: "first",
+        "full", "sent", "replaced", "stuck" or "error" with a "why"). The page answers at least every
+        HEARTBEAT_S with where it stands; a navigation destroys its side of the wait, which is taken
+        up again in the new document (or the new frame) for the time that is left."""
         began = time.monotonic()
+        what = "waiting for our message to show" if stage == "sent" else "waiting for the reply"
         while True:
             spent = time.monotonic() - began
-            limits = {"stage": stage, "firstMs": max(0.0, first_s - spent) * 1000, "totalMs": max(0.0, total_s - spent) * 1000}
+            if spent >= total_s:
+                return {"timeout": "sent" if stage == "sent" else "full"}
+            slice_s = min(HEARTBEAT_S, total_s - spent)
+            limits = {"stage": stage, "firstMs": max(0.0, first_s - spent) * 1000,
+                      "totalMs": (total_s - spent) * 1000, "sliceMs": slice_s * 1000}
             try:
-                # The page keeps the time; this bound only covers a page that stopped answering.
-                return await asyncio.wait_for(self._call("wait", limits), timeout=total_s - spent + _PAGE_GRACE_S)
-            except TimeoutError:
-                return {"timeout": "full"}
+                result = await self._call("wait", limits, bound_s=slice_s + PAGE_GRACE_S)
+            except PageNotAnswering:
+                return {"timeout": "stuck", "why": f"the page stopped answering during '{self.last_state.get('stage', stage)}' "
+                                                   f"(no word from its watch for {slice_s + PAGE_GRACE_S:.0f} s)"}
+            except FrameNotFound as e:
+                return {"timeout": "error", "why": f"the chat's frame is gone: {e}"}
             except PlaywrightError as e:
                 if not _navigated(e):
-                    raise
-            if time.monotonic() - began >= total_s:
-                return {"timeout": "full"}
-            with contextlib.suppress(PlaywrightError):
-                await self.page.wait_for_load_state("domcontentloaded")
+                    return {"timeout": "error", "why": f"the reply watch failed in the page: {str(e).splitlines()[0][:300]}"}
+                await self._after_navigation()
+                continue
+            if result is None:
+                return {"timeout": "replaced"}
+            if "pending" not in result:
+                return result
+            self.last_state = result["pending"]
+            beat(what, began, _progress(self.last_state))
 
-
-_PAGE_GRACE_S = 10
+    async def _after_navigation(self) -> None:
+        with contextlib.suppress(PlaywrightError, FrameNotFound, TimeoutError):
+            frame = await self.scope.frame(timeout_s=PAGE_GRACE_S)
+            await frame.wait_for_load_state("domcontentloaded", timeout=PAGE_GRACE_S * 1000)
 
 
 def _navigated(error: PlaywrightError) -> bool:
     text = str(error)
-    return "Execution context was destroyed" in text or "navigat" in text.lower()
+    return "Execution context was destroyed" in text or "navigat" in text.lower() or "detached" in text.lower()
