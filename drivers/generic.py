@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
-from playwright.async_api import BrowserContext, Locator, Page
+from playwright.async_api import BrowserContext, Frame, Locator, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -40,10 +40,12 @@ from .base import (
     squash,
 )
 from .deep_dom import SHADOW_HOOK_JS, in_page
+from .frames import ChatScope, FrameInfo, FrameNotFound, frame_steps, list_frames, origin
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
 from .url_secrets import ChatUrl, fragment, without_fragment
+from .waiting import PAGE_GRACE_S, bounded, heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it 
 _HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
 _CLEARED_CHECK_S = 1.0  # while send is not clickable, whether what we typed is still in the input, this often
 _RESEND_AFTER_S = 2.0  # a typed new-session command still in the input this long was not taken (doubles)
+_LAUNCHER_RETRY_S = 2.0  # a launcher clicked before the widget's script was ready may do nothing: again after this (doubles)
+_POLL_S = 0.1  # conditions spread over several frames are looked at this often, within their bound
 
 # Messages shown (but ignored ones), open shadow roots included.
 _SHOWN_JS = in_page("([s, ig]) => Q.all(s).filter((e) => !(ig && Q.closest(e, ig))).length")
@@ -70,9 +74,8 @@ _PAGE_HTML_JS = in_page("() => Q.html()")
 _COUNT_JS = """(els) => [els.length, els.filter((e) => e.checkVisibility ? e.checkVisibility({visibilityProperty: true})
                                                    : !!(e.offsetWidth || e.offsetHeight)).length]"""
 _IN_PAGE_COUNT_JS = in_page("(s) => Q.all(s).length")
-# Open shadow roots, and the frames' addresses: the page scripts do not enter frames.
-_PAGE_PARTS_JS = in_page("""() => ({shadowRoots: Q.shadowRoots(),
-  frames: Q.all("iframe, frame").map((f) => f.getAttribute("src") || "(no src)")})""")
+# Open shadow roots in the chat's frame.
+_SHADOW_ROOTS_JS = in_page("() => Q.shadowRoots()")
 # What the page says in visible role=alert elements.
 _ALERTS_JS = in_page("""() => Q.all("[role=alert]").filter((e) => e.checkVisibility())
   .map((e) => (e.innerText || "").trim()).filter(Boolean)""")
@@ -146,6 +149,7 @@ class PlaywrightDriver(ChatDriver):
         self.tracer = SessionTracer(context, artifacts / "traces", trace, secrets=self._secrets)
         self.screenshot_on_failure = screenshot_on_failure
         self.page: Page | None = None
+        self.scope: ChatScope | None = None  # the frame of the page that holds the chat
         self._crashed = False
         self._css_checked = False
         self._session_index = 0
@@ -165,14 +169,7 @@ class PlaywrightDriver(ChatDriver):
             self._crashed = False
             # A persistent profile opens with a blank tab: use it rather than leave it beside ours.
             blank = [p for p in self.context.pages if p.url in ("about:blank", "") and not p.is_closed()]
-            try:
-                self.page = blank[0] if blank else await self.context.new_page()
-            except PlaywrightError as e:
-                raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
-            await self.page.add_init_script(SHADOW_HOOK_JS)  # open shadow roots, known as they are attached
-            if self._sel.dismiss:  # Playwright clicks it away before any action it would block
-                await self.page.add_locator_handler(self.page.locator(self._sel.dismiss), lambda popup: popup.first.click())
-            self.page.on("crash", self._on_crash)
+            await self._use_page(blank[0] if blank else None)
         url = self._address(self._open_url, self._url.reopen(session_url) if session_url else None)
         shown = self.shown(self._address(self.base_url, session_url))
         try:
@@ -183,6 +180,22 @@ class PlaywrightDriver(ChatDriver):
             await self._press_start()
         await self._wait_ready()
         return SessionInfo(url=self.session_url)
+
+    async def _use_page(self, page: Page | None) -> Page:
+        """Make `page` (a new one when None) the chat's page: the shadow-root hook in every frame, the
+        dismiss handler, the crash watch, and the scope that finds the chat's frame in it."""
+        try:
+            page = page or await self.context.new_page()
+        except PlaywrightError as e:
+            raise DriverError(f"cannot open a browser page: {str(e).splitlines()[0]}") from None
+        self.page = page
+        self.scope = ChatScope(page, frame_steps(self.profile.frame))
+        await page.add_init_script(SHADOW_HOOK_JS)  # open shadow roots, known as they are attached (every frame)
+        if self._sel.dismiss:  # Playwright clicks it away before any action it would block
+            where = self.scope.frame_locator() or page
+            await page.add_locator_handler(where.locator(self._sel.dismiss), lambda popup: popup.first.click())
+        page.on("crash", self._on_crash)
+        return page
 
     def _on_crash(self, page: Page) -> None:
         log.warning("the chat page crashed")
@@ -246,11 +259,10 @@ class PlaywrightDriver(ChatDriver):
         return await self._exchange(text, journal or SendJournal(), f"turn {self._turn}")
 
     async def _exchange(self, text: str, journal: SendJournal, step: str) -> Reply:
-        page = self._page()
         await self.tracer.group(step)
         try:
             started = time.monotonic()
-            watch = ReplyWatch(page, self.profile)
+            watch = ReplyWatch(self._scope(), self.profile)
             await watch.arm()
             await self._type(text)
             await self._submit(journal, typed=text)
@@ -266,7 +278,7 @@ class PlaywrightDriver(ChatDriver):
         """Our bubbles (user_message), counted and read in the page as the reply watch does."""
         if not self._sel.user_message:
             return None
-        return await ReplyWatch(self._page(), self.profile).ours()
+        return await ReplyWatch(self._scope(), self.profile).ours()
 
     async def find_sent(self, text: str, before: ChatBefore | None) -> Presence:
         """Where `text` is. Without a `ready` selector to say the history is rendered, a reopened chat
@@ -287,7 +299,7 @@ class PlaywrightDriver(ChatDriver):
             raise NotResent("the chat shows no message of ours to take the reply of")
         if first_bubble_s is not None:
             first_bubble_s = min(first_bubble_s, self.profile.completion.first_bubble_timeout_s)
-        watch = ReplyWatch(self._page(), self.profile, now.users - 1, first_bubble_s=first_bubble_s)
+        watch = ReplyWatch(self._scope(), self.profile, now.users - 1, first_bubble_s=first_bubble_s)
         return await self._collect(watch, f"turn {self._turn}" if self._turn else "the message sent before a restart")
 
     async def _collect(self, watch: ReplyWatch, step: str) -> Reply:
@@ -314,7 +326,7 @@ class PlaywrightDriver(ChatDriver):
         return kind(str(err), text=text)
 
     async def _type(self, text: str) -> None:
-        box = self._page().locator(self._sel.input).filter(visible=True).first
+        box = (await self._frame()).locator(self._sel.input).filter(visible=True).first
         try:
             if self.profile.input_method == "type":
                 await box.click()
@@ -332,13 +344,14 @@ class PlaywrightDriver(ChatDriver):
     async def _submit(self, journal: SendJournal | None = None, typed: str | None = None) -> None:
         """Press send, telling the journal just before: a button that never became clickable was
         never pressed, so the message is known not to be in the chat and may be typed again."""
-        page, journal = self._page(), journal or SendJournal()
+        page, frame, journal = self._page(), await self._frame(), journal or SendJournal()
         try:
             if not self._sel.send:
                 await journal.submitting()
-                await page.locator(self._sel.input).filter(visible=True).first.press("Enter")
+                await frame.locator(self._sel.input).filter(visible=True).first.press(
+                    "Enter", timeout=self.profile.send_timeout_s * 1000)
                 return
-            button = page.locator(self._sel.send).filter(visible=True).first
+            button = frame.locator(self._sel.send).filter(visible=True).first
             timeout = self.profile.send_timeout_s * 1000
             # A button that is plainly clickable gets one real mouse click at its centre; anything
             # else (disabled, covered, moving, in a frame) is waited for as Playwright's click waits
@@ -348,8 +361,8 @@ class PlaywrightDriver(ChatDriver):
             if not point:
                 await self._wait_clickable(button, typed, timeout / 1000)
             await journal.submitting()
-            if point:
-                await page.mouse.click(point["x"], point["y"])
+            if point:  # dispatched into the page, which answers once its handlers ran: bounded like a click
+                await bounded(page.mouse.click(point["x"], point["y"]), timeout / 1000 + PAGE_GRACE_S, "pressing send")
             else:
                 await button.click(timeout=timeout)
         except PlaywrightError as e:
@@ -372,17 +385,22 @@ class PlaywrightDriver(ChatDriver):
 
     async def selector_matches(self) -> list[SelectorMatch]:
         """Each selector of the profile, counted the way the driver uses it."""
-        page = self._page()
+        frame = self._scope().current()
         found = []
         for key, selector in self._sel.model_dump().items():
             if not selector:
                 continue
             match = SelectorMatch(key=key, selector=selector)
-            locator = page.locator(selector)
+            # The launcher may stand in the host page or another frame: counted where the driver looks for it.
+            # No frame found: nothing matches (opening said why).
+            locator = await self._launcher_locator() if key == "launcher" else frame.locator(selector) if frame else None
+            if locator is None:
+                found.append(match)
+                continue
             try:
                 match.count, match.visible = await locator.evaluate_all(_COUNT_JS)
-                if key in _CSS_ONLY:
-                    match.in_page = await page.evaluate(_IN_PAGE_COUNT_JS, selector)
+                if key in _CSS_ONLY and frame is not None:
+                    match.in_page = await frame.evaluate(_IN_PAGE_COUNT_JS, selector)
             except PlaywrightError as e:
                 match.error = str(e).splitlines()[0]
                 if key in _CSS_ONLY and "is not a valid selector" in match.error:
@@ -395,10 +413,27 @@ class PlaywrightDriver(ChatDriver):
             found.append(match)
         return found
 
-    async def page_parts(self) -> tuple[int, list[str]]:
-        """The page's open shadow roots (how many) and its frames (their src)."""
-        parts = await self._page().evaluate(_PAGE_PARTS_JS)
-        return parts["shadowRoots"], parts["frames"]
+    async def frames_with_input(self) -> list[str]:
+        """The addresses of the frames (not the chat's) where the input selector finds something visible."""
+        page, chat = self._page(), self._scope().current()
+        found = []
+        for frame in page.frames:
+            if frame is chat or frame.is_detached():
+                continue
+            with contextlib.suppress(PlaywrightError):
+                if await frame.locator(self._sel.input).filter(visible=True).count():
+                    found.append(self.shown(frame.url))
+        return found
+
+    async def page_parts(self) -> tuple[int, list[FrameInfo]]:
+        """The open shadow roots of the chat's frame (how many), and every frame of the page, the chat's marked
+        (addresses with the URL's secrets hidden)."""
+        frame = self._scope().current()
+        roots = await bounded(frame.evaluate(_SHADOW_ROOTS_JS), PAGE_GRACE_S, "counting shadow roots") if frame else 0
+        frames = list_frames(self._page(), frame)
+        for info in frames:
+            info.url = self.shown(info.url)
+        return roots, frames
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -426,6 +461,8 @@ class PlaywrightDriver(ChatDriver):
                         await self._click(self._sel.new_chat_confirm, "new chat confirmation", self.profile.reset_timeout_s)
                 elif mode == "url":
                     await page.goto(self._address(self._open_url, self._url.reopen(self.profile.new_session_url or "")))
+                elif mode == "storage":
+                    await self._forget_storage()
                 else:
                     await page.reload()
                 sign = await self._verify_reset(mode, old_url, before)
@@ -449,12 +486,41 @@ class PlaywrightDriver(ChatDriver):
                 "its acknowledgement, or null to accept any reply)")
         return f"agent acknowledged {command!r}: {reply.text[:120]!r}"
 
+    async def _forget_storage(self) -> None:
+        """New chat for widgets that keep their conversation id in the browser: the chat's origin (the
+        frame's, for a widget in an iframe) loses its localStorage, IndexedDB, cookies and caches, and the
+        chat opens in a new tab (sessionStorage belongs to the tab, so the old one goes, after which its
+        unload handlers can write nothing more)."""
+        old = self._page()
+        chat_origin = origin((await self._frame()).url)
+        video = old.video
+        await self._use_page(None)
+        with contextlib.suppress(PlaywrightError):
+            await old.close()
+        if video is not None:  # the old tab's video is complete now: kept as a part
+            await self._keep_video(video)
+        cdp = await self.context.new_cdp_session(self._page())
+        try:
+            await cdp.send("Storage.clearDataForOrigin", {"origin": chat_origin, "storageTypes": "all"})
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await cdp.detach()
+        for cookie in await self.context.cookies(chat_origin):
+            await self.context.clear_cookies(name=cookie["name"], domain=cookie["domain"], path=cookie["path"])
+        log.info("new session: forgot the storage of %s and opened the chat in a new tab", self.shown(chat_origin))
+        await self._page().goto(self._open_url, wait_until="domcontentloaded")
+
     async def _messages_shown(self) -> int:
         counted = self._sel.user_message or self._sel.assistant_message
-        return await self._page().evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""])
+        frame = await self._frame()
+        return await bounded(frame.evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""]), PAGE_GRACE_S, "counting messages")
 
     async def _verify_reset(self, mode: str, old_url: str, before: int, resend: str | None = None) -> str:
         """A new chat shows none of the old messages (and often has a new URL); else it did not reset.
+
+        The chat is made ready first (a reloaded widget is opened with its launcher), and the check is
+        made again if the widget had closed and its launcher opened it once more: what a person sees
+        on reopening it is what counts.
 
         With `resend` (a typed command such as OpenClaw's `/new`): a UI may turn the command down for
         the moment and leave it in the input, as a person would see it. OpenClaw does so while it
@@ -463,16 +529,34 @@ class PlaywrightDriver(ChatDriver):
         The command is then sent again, after 2, 4, 8... s, within reset_timeout_s.
         """
         page = self._page()
-        counted = self._sel.user_message or self._sel.assistant_message
         deadline = time.monotonic() + self.profile.reset_timeout_s
+        reopened = await self._wait_ready()
+        sent = await self._wait_empty(mode, deadline, before, old_url, resend)
+        if await self._wait_ready():
+            reopened = True
+            await self._wait_empty(mode, time.monotonic() + self.profile.reset_timeout_s, before, old_url, None)
+        signs = [f"no messages left ({before} before)"]
+        if page.url != old_url:
+            signs.insert(0, f"url changed {self.shown(old_url)} -> {self.shown(page.url)}")
+        if reopened:
+            signs.append(f"reopened with the launcher {self._sel.launcher!r}")
+        if sent > 1:
+            signs.append(f"sent {sent} times: the UI had left it in the input")
+        return "; ".join(signs)
+
+    async def _wait_empty(self, mode: str, deadline: float, before: int, old_url: str, resend: str | None) -> int:
+        """Wait until the chat's frame shows no message for a moment; returns how often `resend` was sent."""
+        page = self._page()
+        counted = self._sel.user_message or self._sel.assistant_message
         gap_s, sent = _RESEND_AFTER_S, 1
         while True:
             left_s = deadline - time.monotonic()
             wait_s = min(left_s, gap_s) if resend else left_s
             try:
-                await page.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
-                                             timeout=max(wait_s, 0.05) * 1000, polling=50)
-                break
+                frame = await self._frame()
+                await frame.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
+                                              timeout=max(wait_s, 0.05) * 1000, polling=50)
+                return sent
             except PlaywrightTimeout:
                 if resend and time.monotonic() < deadline:
                     if await self._still_in_input(resend):  # demonstrably not taken: send it again
@@ -483,6 +567,10 @@ class PlaywrightDriver(ChatDriver):
                         sent += 1
                     gap_s *= 2
                     continue
+            except PlaywrightError as e:  # the frame navigated or was replaced: look again in the new one
+                if time.monotonic() < deadline:
+                    log.debug("new session: the chat's frame changed while checking the reset (%s)", str(e).splitlines()[0])
+                    continue
             left = await self._messages_shown()
             url = "URL changed" if page.url != old_url else "URL unchanged"
             still = f"; {resend!r} still in the input, sent {sent} times" if resend and await self._still_in_input(resend) else ""
@@ -490,13 +578,6 @@ class PlaywrightDriver(ChatDriver):
                 f"the chat did not reset after new session ({mode}): {left} of {before} message(s) matching "
                 f"{counted!r} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url}){still}"
                 f"{await self._alerts()}") from None
-        await self._wait_ready()
-        signs = [f"no messages left ({before} before)"]
-        if page.url != old_url:
-            signs.insert(0, f"url changed {self.shown(old_url)} -> {self.shown(page.url)}")
-        if sent > 1:
-            signs.append(f"sent {sent} times: the UI had left it in the input")
-        return "; ".join(signs)
 
     async def _wait_clickable(self, button: Locator, typed: str | None, timeout_s: float) -> None:
         """Wait as Playwright's click would, pressing nothing (a trial click). A page that emptied its
@@ -517,7 +598,7 @@ class PlaywrightDriver(ChatDriver):
 
     async def _input_text(self) -> str:
         """What the input holds now ('' when it is gone)."""
-        box = self._page().locator(self._sel.input).filter(visible=True)
+        box = (await self._frame()).locator(self._sel.input).filter(visible=True)
         if not await box.count():
             return ""
         return await box.first.evaluate("el => el.value ?? el.innerText ?? ''")
@@ -527,7 +608,7 @@ class PlaywrightDriver(ChatDriver):
 
     async def _alerts(self) -> str:
         """What the page says in visible role=alert elements, e.g. why it turned a command down."""
-        texts = await self._page().evaluate(_ALERTS_JS)
+        texts = await bounded((await self._frame()).evaluate(_ALERTS_JS), PAGE_GRACE_S, "reading alerts")
         return f" (the page says: {'; '.join(t[:200] for t in texts)!r})" if texts else ""
 
     # -- helpers -------------------------------------------------------------------------------
@@ -541,27 +622,40 @@ class PlaywrightDriver(ChatDriver):
             raise DriverError("the chat is not open")
         return self.page
 
+    def _scope(self) -> ChatScope:
+        if self.scope is None:
+            raise DriverError("the chat is not open")
+        return self.scope
+
+    async def _frame(self, wait_s: float = PAGE_GRACE_S) -> Frame:
+        """The frame that holds the chat (the page's own unless the profile names one), found again if it
+        was replaced; a DriverError naming the step when it is not in the page."""
+        try:
+            return await self._scope().frame(timeout_s=wait_s)
+        except FrameNotFound as e:
+            raise await self._error(f"the chat's frame is not in the page at {self.shown(self._page().url)}: {e}") from None
+
     async def _click(self, selector: str | None, what: str, timeout_s: float) -> None:
         if not selector:
             raise DriverError(f"profile {self.profile.name!r} has no selector for {what}")
         try:
-            await self._page().locator(selector).filter(visible=True).first.click(timeout=timeout_s * 1000)
+            await (await self._frame()).locator(selector).filter(visible=True).first.click(timeout=timeout_s * 1000)
         except PlaywrightError as e:
             raise await self._error(f"cannot click {what} {selector!r}: {str(e).splitlines()[0]}") from None
 
     async def _press_start(self) -> None:
         """A bot chat opened for the first time shows START where the input goes: press it (the bot gets
         '/start', counted as a command), take the greeting."""
-        page = self._page()
+        frame = await self._frame(self.profile.ready_timeout_s)
         try:
-            await page.locator(f"{self._sel.input}, {self._sel.start}").filter(visible=True).first.wait_for(
+            await frame.locator(f"{self._sel.input}, {self._sel.start}").filter(visible=True).first.wait_for(
                 state="visible", timeout=self.profile.ready_timeout_s * 1000)
         except PlaywrightTimeout:
             return  # _wait_ready names the input that is missing
-        start = page.locator(self._sel.start).filter(visible=True)
+        start = frame.locator(self._sel.start).filter(visible=True)
         if not await start.count():
             return
-        watch = ReplyWatch(page, self.profile)
+        watch = ReplyWatch(self._scope(), self.profile)
         await watch.arm()
         self.commands_typed += 1
         await self._click(self._sel.start, "start", self.profile.ready_timeout_s)
@@ -569,33 +663,80 @@ class PlaywrightDriver(ChatDriver):
         greeting = await self._collect(watch, "start")
         log.info("pressed start; the agent greeted with %r", greeting.text[:120])
 
-    async def _wait_ready(self) -> None:
-        """The input is visible and, where the profile names one, the `ready` marker is in the page
-        (the history is rendered, so a restart may look for its own message)."""
-        page, timeout = self._page(), self.profile.ready_timeout_s * 1000
-        if not self._css_checked:  # the profile does not change: once per driver is enough
-            await self._check_css_selectors()
-            self._css_checked = True
-        waits = [("input", self._sel.input, page.locator(self._sel.input).filter(visible=True).first, "visible")]
-        if self._sel.ready:
-            waits.append(("ready", self._sel.ready, page.locator(self._sel.ready).first, "attached"))
-        for what, selector, locator, state in waits:
-            try:
-                await locator.wait_for(state=state, timeout=timeout)
-            except PlaywrightTimeout:
-                raise await self._error(f"{what} selector {selector!r} matched nothing {state} at {page.url} "
-                                        f"within {self.profile.ready_timeout_s:g} s") from None
+    async def _launcher_locator(self) -> Locator | None:
+        """The launcher where a person would see it: the host page first, then the frames (a widget
+        may put its bubble in a frame of its own); None when no frame shows one."""
+        if not self._sel.launcher:
+            return None
+        page = self._page()
+        frames = [page.main_frame] + [f for f in page.frames if f is not page.main_frame and not f.is_detached()]
+        for frame in frames:
+            locator = frame.locator(self._sel.launcher).filter(visible=True)
+            with contextlib.suppress(PlaywrightError):
+                if await locator.count():
+                    return locator.first
+        return None
 
-    async def _check_css_selectors(self) -> None:
+    async def _input_shown(self) -> tuple[Frame | None, str]:
+        """The chat's frame when its input is visible in it; else None and what is missing."""
+        try:
+            frame = await self._scope().find()
+        except FrameNotFound as e:
+            return None, str(e)
+        with contextlib.suppress(PlaywrightError):
+            if await frame.locator(self._sel.input).filter(visible=True).count():
+                return frame, ""
+        return None, f"input selector {self._sel.input!r} matched nothing visible"
+
+    async def _wait_ready(self) -> bool:
+        """The chat is open: its frame found, its input visible (opened with the launcher when it is not
+        shown) and, where the profile names one, the `ready` marker there (the history is rendered, so a
+        restart may look for its own message). Returns whether the launcher had to be clicked."""
+        page, limit = self._page(), self.profile.ready_timeout_s
+        deadline, clicked, next_click, gap = time.monotonic() + limit, 0, 0.0, _LAUNCHER_RETRY_S
+        missing = ""
+        async with heartbeat("waiting for the chat to be ready", lambda: missing):
+            while True:
+                frame, missing = await self._input_shown()
+                if frame is not None:
+                    break
+                now = time.monotonic()
+                if self._sel.launcher and now >= next_click:
+                    launcher = await self._launcher_locator()
+                    if launcher is not None:
+                        with contextlib.suppress(PlaywrightError):
+                            await launcher.click(timeout=PAGE_GRACE_S * 1000)
+                            clicked += 1
+                            log.info("opened the chat with the launcher %r", self._sel.launcher)
+                        next_click, gap = now + gap, gap * 2  # a widget not yet listening: once more, later
+                if now >= deadline:
+                    opened = (f"; the launcher {self._sel.launcher!r} was clicked {clicked} time(s)" if clicked else
+                              f"; the launcher {self._sel.launcher!r} matched nothing visible" if self._sel.launcher else "")
+                    raise await self._error(f"the chat did not show at {self.shown(page.url)} within {limit:g} s: "
+                                            f"{missing}{opened}")
+                await asyncio.sleep(_POLL_S)
+        if not self._css_checked:  # the profile does not change: once per driver is enough
+            await self._check_css_selectors(frame)
+            self._css_checked = True
+        if self._sel.ready:
+            try:
+                await frame.locator(self._sel.ready).first.wait_for(
+                    state="attached", timeout=max(deadline - time.monotonic(), 0.05) * 1000)
+            except PlaywrightTimeout:
+                raise await self._error(f"ready selector {self._sel.ready!r} matched nothing attached at "
+                                        f"{self.shown(page.url)} within {limit:g} s") from None
+        return clicked > 0
+
+    async def _check_css_selectors(self, frame: Frame) -> None:
         """The selectors read inside the page (messages, markers) must be plain CSS: say which is not."""
         named = {k: v for k, v in self._sel.model_dump().items() if k in _CSS_ONLY and v}
-        bad = await self._page().evaluate(
+        bad = await bounded(frame.evaluate(
             "(named) => Object.entries(named).flatMap(([k, s]) => { try { document.querySelector(s); return []; }"
-            " catch (e) { return [[k, s, e.message]]; } })", named)
+            " catch (e) { return [[k, s, e.message]]; } })", named), PAGE_GRACE_S, "checking the selectors")
         if bad:
             raise SelectorError("; ".join(f"selectors.{k} {s!r} is not a valid CSS selector ({m})" for k, s, m in bad)
                                 + " (Playwright-only syntax such as text= or :has-text() works only for input, send, "
-                                  "new_chat, new_chat_confirm, dismiss, ready and start)")
+                                  "new_chat, new_chat_confirm, dismiss, ready, start and launcher)")
 
     async def _error(self, message: str, kind: type[DriverError] = DriverError) -> DriverError:
         """A DriverError with a screenshot of the page as it was and its DOM (when enabled and possible)."""
@@ -615,13 +756,22 @@ class PlaywrightDriver(ChatDriver):
 
     async def _save_dom(self, path: Path) -> Path | None:
         """The chat's DOM, open shadow roots inline, as text (never a page a browser would run), with
-        the run's secrets masked."""
-        try:
-            html = await self.page.evaluate(_PAGE_HTML_JS) if self.page is not None else None
-        except PlaywrightError:
+        the run's secrets masked; for a chat in a frame, the frame's DOM and then the host page's."""
+        page = self.page
+        if page is None:
             return None
-        if html is None:
+        chat = self.scope.current() if self.scope is not None else None
+        parts = []
+        for frame in dict.fromkeys(f for f in (chat, page.main_frame) if f is not None):
+            try:
+                html = await bounded(frame.evaluate(_PAGE_HTML_JS), PAGE_GRACE_S, "saving the page's DOM")
+            except (PlaywrightError, DriverError):
+                continue
+            if html is not None:
+                parts.append(f"<!-- {'the page' if frame is page.main_frame else 'the chat frame'}: {frame.url} -->\n{html}")
+        if not parts:
             return None
+        html = "\n\n".join(parts)
         for secret in self._secrets:
             html = html.replace(secret, "***")
         # a hostile page may hold lone surrogates: replaced, never a write that fails

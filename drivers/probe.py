@@ -49,6 +49,7 @@ _LATER = {
     "error": "shows when the agent fails",
     "new_chat_confirm": "shows after clicking new chat",
     "new_chat": "not used for this profile's new sessions",
+    "launcher": "shows while the chat is closed",
 }
 
 
@@ -99,8 +100,9 @@ class ProbeReport(BaseModel):
     title: str = ""
     user_agent: str = ""
     shadow_roots: int = 0
-    frames: list[str] = []  # iframes' src: a chat inside one is driven at that address
+    frames: list[str] = []  # every frame of the page, the one that holds the chat marked
     open_error: str | None = None
+    input_in_frames: list[str] = []  # when the chat did not open: frames where the input selector matches
     checks: list[SelectorCheck] = []
     send: SendCheck | None = None
     after_send: list[SelectorCheck] = []
@@ -123,11 +125,15 @@ class ProbeReport(BaseModel):
     def render(self) -> str:
         lines = [f"probe {self.profile} @ {self.url}", f"  page: {self.title!r}, {self.user_agent}; "
                  f"{self.shadow_roots} open shadow root{'s' if self.shadow_roots != 1 else ''}"]
-        if self.frames:
-            lines.append(f"  frames: {', '.join(self.frames[:5])} (the driver does not enter frames: a chat in one is "
-                         "driven at its own address)")
+        if len(self.frames) > 1:
+            lines.append("  frames:")
+            lines += [f"    {f}" for f in self.frames[:12]]
+            if len(self.frames) > 12:
+                lines.append(f"    ... and {len(self.frames) - 12} more")
         if self.open_error:
             lines.append(f"  opening: {self.open_error}")
+        for where in self.input_in_frames:
+            lines.append(f"  the input matches in the frame at {where}: give that frame (--frame, agent.frame)")
         lines += _table(self.checks)
         if self.send is not None:
             s = self.send
@@ -234,7 +240,12 @@ async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = D
         return report
     report.url, report.title = driver.shown(page.url), await page.title()
     report.user_agent = await page.evaluate("navigator.userAgent")
-    report.shadow_roots, report.frames = await driver.page_parts()
+    report.shadow_roots, frames = await driver.page_parts()
+    for info in frames:  # a chat that did not open is not known to be where the profile looked
+        info.chat = info.chat and not report.open_error
+    report.frames = [f.describe() for f in frames]
+    if report.open_error and len(frames) > 1:
+        report.input_in_frames = await driver.frames_with_input()
     report.checks = await check_selectors(driver)
     report.screenshot = out_dir / f"probe-{driver.profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.png"
     await page.screenshot(path=str(report.screenshot), full_page=True)

@@ -34,6 +34,9 @@ class Selectors(BaseModel):
     ready: str | None = Field(None, description="Present once the chat has rendered its history (else: the input)")
     start: str | None = Field(None, description="Shown instead of the input in a chat never used: a Telegram "
                                                 "bot's START, pressed once on opening (its greeting is not a reply)")
+    launcher: str | None = Field(None, description="Opens the chat when its input is not shown (a widget's floating "
+                                                   "bubble): clicked on opening, after a reload and after a new chat; "
+                                                   "looked for in the page and in every frame")
 
 
 class Completion(BaseModel):
@@ -73,7 +76,15 @@ class Profile(BaseModel):
     selectors: Selectors
     completion: Completion = Completion()
     input_method: Literal["fill", "type"] = Field("fill", description="'type' presses each key (editors that ignore fill)")
-    new_session: Literal["button", "message", "url", "reload"] = "button"
+    frame: str | list[str] | None = Field(
+        None, description="The iframe that holds the chat, outermost first (nested: ['#outer', 'iframe.chat']): each "
+                          "step a selector of the iframe element, or 'url=<glob>' matching the frame's address; "
+                          "None: the page itself")
+    new_session: Literal["button", "message", "url", "reload", "storage"] = Field(
+        "button", description="button: click new_chat; message: type new_session_message; url: open new_session_url; "
+                              "reload: reload the page; storage: forget the chat origin's storage (localStorage, "
+                              "sessionStorage, IndexedDB, cookies) and open the page again, for widgets that keep "
+                              "the conversation id there")
     new_session_message: str = "/new"
     new_session_ack: str | None = Field(
         DEFAULT_NEW_SESSION_ACK, description="With new_session 'message': the agent's reply (minus the command) "

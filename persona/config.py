@@ -147,10 +147,17 @@ class AgentConfig(Strict):
     url: str | None = Field(None, description="Chat page; for 'demo' leave it out to start the bundled chat")
     selectors: dict[str, str | None] = Field({}, description="Override the profile's selectors")
     options: dict[str, Any] = Field({}, description="Override other profile settings (timeouts, new-session mode)")
+    frame: str | list[str] | None = Field(
+        None, description="The iframe holding the chat, outermost first: a selector of each iframe element, or "
+                          "'url=<glob>' of its address (a widget embedded in a host page)")
     recovery: Recovery = Field(Recovery(), description="Retries when the chat fails: reload, reopen, resend")
     auth: str | None = Field(None, description="A login saved by `mmb login` (its --name), kept in browser.auth_dir")
     memory: MemoryConfig | None = Field(None, description="Where the agent keeps its memory, read for the memory "
                                         "autopsy; left out, the run stays black-box")
+
+    def profile_options(self) -> dict[str, Any]:
+        """`options`, with `frame` (a key of its own, as users write it) folded in."""
+        return self.options if self.frame is None else {**self.options, "frame": self.frame}
 
 
 class ModelPrice(Strict):

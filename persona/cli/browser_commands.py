@@ -30,6 +30,7 @@ def probe(
     profile: Annotated[str, typer.Option("--profile", "-p", help="A driver profile (demo, generic, ...)")] = "generic",
     selector: Annotated[list[str] | None, typer.Option("--selector", "-s", help="Override a selector: key=css")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Override a profile setting: key=value (completion.quiet_ms=2000)")] = None,
+    frame: Annotated[list[str] | None, typer.Option("--frame", help="The iframe holding the chat: its selector, or url=<glob>; repeat for nested frames, outermost first")] = None,
     send: Annotated[str | None, typer.Option("--send", help="The text of the test message (sent marked as a probe)")] = None,
     no_send: Annotated[bool, typer.Option("--no-send", help="Send nothing: only the selectors and New chat")] = False,
     wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = WAIT_S,
@@ -53,8 +54,10 @@ def probe(
     browser, base_dir = browser_config(config)
     apply_overrides(browser, headed, slow_mo, trace, False)
     try:
-        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector", json_values=False),
-                               parse_pairs(option or [], "--option"))
+        options = parse_pairs(option or [], "--option")
+        if frame:
+            options["frame"] = frame
+        prof = resolve_profile(profile, url, parse_pairs(selector or [], "--selector", json_values=False), options)
     except ValueError as e:
         fail(str(e))
     auth_dir = (base_dir / browser.auth_dir).resolve()

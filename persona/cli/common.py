@@ -43,6 +43,11 @@ class _ConsoleHandler(logging.StreamHandler):
     """mmb's own console handler: one at a time, however often a process runs a command."""
 
 
+def _for_console(record: logging.LogRecord) -> bool:
+    """Warnings and worse, and lines meant for the console whatever their level (a wait's heartbeat)."""
+    return record.levelno >= logging.WARNING or getattr(record, "console", False)
+
+
 def console_logging(verbose: bool) -> None:
     root = logging.getLogger()
     # An earlier command's handler (commands run in one process, as tests run them) may write to a closed stream.
@@ -50,7 +55,9 @@ def console_logging(verbose: bool) -> None:
         root.removeHandler(old)
     handler = _ConsoleHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    handler.setLevel(logging.DEBUG if verbose else logging.INFO)
+    if not verbose:
+        handler.addFilter(_for_console)
     handler.addFilter(RedactingFilter())
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

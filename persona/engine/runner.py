@@ -95,7 +95,7 @@ def plan_runs(config: Config, only: list[str] | None = None, repeat: int | None 
             problems += [config.problem(("runs", i, "benchmark"), f"benchmark {run.benchmark}:")] + e.problems
             continue
         try:
-            profile = build_profile(run.agent.driver, run.agent.selectors, run.agent.options)
+            profile = build_profile(run.agent.driver, run.agent.selectors, run.agent.profile_options())
         except ValueError as e:
             problems.append(config.problem(("runs", i, "agent"), f"run {run.id}: {e}"))
             continue
