@@ -157,14 +157,20 @@ def test_headed_without_a_display_says_how_to_get_one(tmp_path):
     assert "headed mode needs a display: run under `xvfb-run -a mmb ...` or set DISPLAY" in done.stderr
 
 
-def test_a_chat_inside_an_iframe_is_pointed_to_its_own_address(tmp_path):
-    """The page scripts do not enter frames: the probe says where the chat's own page is."""
+def test_a_chat_inside_an_iframe_is_found_and_driven_in_its_frame(tmp_path):
+    """Without --frame the probe lists the frames and names the one whose document has the input; with
+    it, the whole probe (round trip, New chat) goes on inside that frame."""
     with ChatLab() as lab:
-        chat = lab.url + "/"
+        chat = base = lab.url
+        chat += "/"
         (tmp_path / "site").mkdir()
-        (tmp_path / "site" / "index.html").write_text(f'<!doctype html><iframe src="{chat}"></iframe>')
+        (tmp_path / "site" / "index.html").write_text(
+            f'<!doctype html><iframe class="chat" src="{chat}" style="width: 800px; height: 600px"></iframe>')
         with serve(tmp_path / "site") as site:
-            done = mmb("probe", site, *flags(LAB_SELECTORS), "--wait", "1", "--out", str(tmp_path / "out"))
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert f"  frames: {chat} (the driver does not enter frames: a chat in one is driven at its own address)" \
-        in done.stdout
+            lost = mmb("probe", site, *flags(LAB_SELECTORS), "--wait", "1", "--out", str(tmp_path / "out"))
+            found = mmb("probe", site, *flags(LAB_SELECTORS), "--frame", "iframe.chat", "--out", str(tmp_path / "out"))
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    assert f"  the input matches in the frame at {base}/c/" in lost.stdout and "the page http" in lost.stdout
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert f"    frame {base}/c/" in found.stdout and "(cross-origin, HOLDS THE CHAT)" in found.stdout
+    assert "reply[0]: 'echo: [mmb probe]" in found.stdout and "new chat (button): no messages left (1 before)" in found.stdout

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from drivers.profile import Completion, Profile, Selectors
 from tests.support.http_reply import respond
+from tests.support.variant_lab import WIDGET_HOST, Variant, app_page, host_page
 
 Responder = Callable[[str, list[dict[str, str]]], list[str]]
 NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
@@ -94,6 +95,7 @@ class LabScenario(BaseModel):
     # error bubble, no reply ever (busy forever), or its reply only after late_ms (the server too has it only
     # then, so a reload before shows no reply); the server keeps the message every time
     late_ms: int = 3000
+    variant: Variant | None = None  # a page of tests/support/variant_lab.py (random names, frames, launcher) instead
 
 
 class ChatLab:
@@ -238,6 +240,8 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 - stdlib name
             self._record()
             path = self.path.split("?", 1)[0]
+            if lab.scenario.variant is not None and self._variant(path):
+                return
             if path == "/":
                 self._send(HTTPStatus.FOUND, b"", "text/plain", {"Location": f"/c/{lab.new_conversation()}"})
             elif (m := _CONV.match(path)) and lab.scenario.frontend == "deep-chat":
@@ -253,6 +257,25 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
                 self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
             else:
                 self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
+
+        def _variant(self, path: str) -> bool:
+            """The variant's pages: `/` (the page a user is given: a host site with the widget, the app keeping
+            its conversation in localStorage, or a redirect to a fresh /c/<id>), `/c/<id>`, `/w` (the widget)."""
+            v, port = lab.scenario.variant, lab.url.rsplit(":", 1)[1]
+            timing = lab.scenario.model_dump(include={"first_token_ms", "chunk_chars", "chunk_ms"})
+            if path == "/" and v.frame != "none":
+                host = WIDGET_HOST if v.frame == "cross-origin" else "127.0.0.1"
+                page = host_page(v, widget_url=f"http://{host}:{port}/w")
+            elif path == "/" and v.new_chat == "storage":
+                page = app_page(v, timing, conv=None, host_origin=None)
+            elif path == "/w":
+                page = app_page(v, timing, conv=None, host_origin=f"http://127.0.0.1:{port}")
+            elif m := _CONV.match(path):
+                page = app_page(v, timing, conv=m.group(1), host_origin=None)
+            else:
+                return False
+            self._send(HTTPStatus.OK, page.encode(), "text/html; charset=utf-8")
+            return True
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib name
             self._record()
