@@ -382,6 +382,7 @@ def _checks(sample: Sample, own: str, friend: str, by_source: dict[str, list[tup
             tally: Tally) -> tuple[list[CheckOut], dict[str, int]]:
     """The questions as checks, and the session after which each can be asked (its last evidence)."""
     checks, session_of = [], {}
+    asked_before: dict[str, tuple[str, Any]] = {}
     pronoun = _pronoun(sample, own)
     width = max(3, len(str(len(sample.qa))))
     last = max(sample.sessions)
@@ -404,6 +405,15 @@ def _checks(sample: Sample, own: str, friend: str, by_source: dict[str, list[tup
             tally.add("questions without an answer (left out)", f"{cid}: {question[:60]}")
             continue
         items, trap = answer
+        key = question.lower()
+        if key in asked_before:
+            first, first_items = asked_before[key]
+            same = first_items == (items, trap)
+            tally.add("questions repeating an earlier one word for word" + (" with the same answer" if same else
+                      " with another answer (the agent could not tell which is meant)") + " (left out)",
+                      f"{cid} = {first}: {question[:50]}")
+            continue
+        asked_before[key] = (cid, (items, trap))
         asked = first_person(question, own, [friend], pronoun)
         if asked != question:
             tally.add(f"questions about {own} asked in the first person")
