@@ -89,3 +89,27 @@ def locomo(
     except InputError as e:
         fail(e)
     _write(built, out, force, started)
+
+
+@app.command()
+def longmemeval(
+    file: Annotated[Path, typer.Argument(help="longmemeval_oracle.json (or _s/_m: only their evidence sessions are told)")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="The benchmark folder (one bundle), or where one folder per "
+                                      "bundle goes (several)")],
+    bundle: Annotated[int, typer.Option("--bundle", min=1, help="Questions per benchmark: one run asks them all")] = 10,
+    question: Annotated[list[str] | None, typer.Option("--question", help="Import only this question id (repeatable)")] = None,
+    new_chat: Annotated[str, typer.Option("--new-chat", help="every (a new chat before each session and each "
+                                          "question phase) or never")] = "every",
+    force: Annotated[bool, typer.Option("--force", help="Replace a folder that exists")] = False,
+) -> None:
+    """LongMemEval as benchmarks: bundles of questions, each asked on its date after its evidence sessions are retold."""
+    from persona.benchmark.importers.longmemeval import Options, import_longmemeval
+
+    started = time.perf_counter()
+    if new_chat not in ("every", "never"):
+        fail("--new-chat takes every or never")
+    try:
+        built = import_longmemeval(file, Options(bundle=bundle, questions=question or [], new_chat=new_chat))
+    except InputError as e:
+        fail(e)
+    _write(built, out, force, started)
