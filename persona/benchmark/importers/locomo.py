@@ -228,10 +228,10 @@ class _Turns:
 
 def _words(turn: Turn) -> str:
     """A turn as a fact quotes it: its words in quotes, and a shared photo by its caption."""
-    text = " ".join(turn.text.split())
+    text = turn.text.strip()  # line breaks stay: the writer joins them, counted
     quoted = f'"{text}"' if text else ""
     if turn.blip_caption:
-        quoted = (quoted + " " if quoted else "") + f"(shares a photo: {' '.join(turn.blip_caption.split())})"
+        quoted = (quoted + " " if quoted else "") + f"(shares a photo: {turn.blip_caption.strip()})"
     return quoted
 
 
@@ -336,7 +336,7 @@ def _dia_order(dia: str) -> tuple[int, int]:
 def _fact_text(text: str, about_friend: bool, friend: str, ids: list[str], turns: _Turns) -> str:
     """An observation as a fact: the other speaker's as news about "my friend NAME"; then its dialogue
     ids with the words said, which keep the details (dates, names) the observation may have lost."""
-    text = " ".join(text.split())
+    text = text.strip()
     if about_friend and re.match(rf"{re.escape(friend)}\b", text):
         text = f"My friend {text}"
     quotes = []
@@ -352,14 +352,14 @@ def _fact_text(text: str, about_friend: bool, friend: str, ids: list[str], turns
 def _answer(qa: QA, category: Category, source: str, tally: Tally) -> tuple[list[str], str | None] | None:
     """The expected items and the trap, as LoCoMo's own scorer reads the answer; None: no answer."""
     if source == "adversarial":
-        trap = None if qa.adversarial_answer in (None, "") else " ".join(_number(qa.adversarial_answer).split())
+        trap = None if qa.adversarial_answer in (None, "") else _number(qa.adversarial_answer).strip()
         if trap is None:
             tally.add("adversarial questions without an adversarial_answer (no trap given to the judge)")
         if category is Category.absent:
             return [NOT_MENTIONED], trap
     if qa.answer is None or not str(qa.answer).strip():
         return None
-    answer = " ".join(_number(qa.answer).split())
+    answer = _number(qa.answer).strip()
     if not isinstance(qa.answer, str):
         tally.add("answers given as numbers (written as text)", answer)
     if ";" in answer:
@@ -375,7 +375,7 @@ def _answer(qa: QA, category: Category, source: str, tally: Tally) -> tuple[list
         if len(pieces) > 1 and all(p and not p.isdigit() for p in pieces):
             tally.add("multi-hop answers split into list items at ',' as LoCoMo's scorer does", answer)
             items = pieces
-    return items, (" ".join(_number(qa.adversarial_answer).split()) if qa.adversarial_answer not in (None, "") else None)
+    return items, (_number(qa.adversarial_answer).strip() if qa.adversarial_answer not in (None, "") else None)
 
 
 def _checks(sample: Sample, own: str, friend: str, by_source: dict[str, list[tuple[str, str]]], turns: _Turns,
@@ -396,7 +396,7 @@ def _checks(sample: Sample, own: str, friend: str, by_source: dict[str, list[tup
             category = Category.single
             tally.add("adversarial questions with an answer of their own (graded as single, the trap as Wrong answer)",
                       f"{cid}: {qa.question[:50]}")
-        question = " ".join(qa.question.split())
+        question = qa.question.strip()  # line breaks stay: the writer joins them, counted
         if not question:
             tally.add("questions with no text (left out)", cid)
             continue
@@ -405,7 +405,7 @@ def _checks(sample: Sample, own: str, friend: str, by_source: dict[str, list[tup
             tally.add("questions without an answer (left out)", f"{cid}: {question[:60]}")
             continue
         items, trap = answer
-        key = question.lower()
+        key = " ".join(question.lower().split())
         if key in asked_before:
             first, first_items = asked_before[key]
             same = first_items == (items, trap)

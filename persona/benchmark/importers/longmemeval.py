@@ -117,6 +117,10 @@ def read_instances(path: Path, tally: Tally) -> list[Instance]:
     return out
 
 
+def _number(value: str | int | float) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def _id(raw: str, tally: Tally) -> str:
     clean = re.sub(r"[^\w.-]+", "-", raw).strip("-") or "q"
     if clean != raw:
@@ -132,7 +136,7 @@ def _facts(session: _Session, tally: Tally) -> list[Fact]:
             tally.add("evidence sessions with no user turn marked has_answer (all their user turns told)", session.sid)
     facts = []
     for i, turn in marked:
-        text = " ".join(turn.content.split())
+        text = turn.content.strip()  # line breaks stay: the writer joins them, counted
         if len(text) > MAX_FACT_CHARS:
             tally.add(f"user turns longer than {MAX_FACT_CHARS} characters (cut)", f"{session.sid}#{i}")
             text = text[:MAX_FACT_CHARS].rstrip() + " …"
@@ -220,7 +224,7 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
             flush()
         if not pending:
             pending_date, pending_day = said, (day.date() if day else said)
-        answer = " ".join(str(inst.answer).split())
+        answer = _number(inst.answer).strip()
         if not isinstance(inst.answer, str):
             tally.add("answers given as numbers (written as text)", answer)
         if ";" in answer:
@@ -231,7 +235,7 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
         if not absent and inst.question_type not in CATEGORIES:
             tally.add("questions of an unknown type (graded as single)", inst.question_type)
         pending.append(CheckOut(_id(inst.question_id, tally), category,
-                                "abstention" if absent else inst.question_type, " ".join(inst.question.split()),
+                                "abstention" if absent else inst.question_type, inst.question.strip(),
                                 [answer], None, [link for sid in item.sessions for link in links.get(sid, [])]))
     flush()
     qids = [q.inst.question_id for q in questions]
