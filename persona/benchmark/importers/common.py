@@ -168,11 +168,8 @@ class Located:
 
 
 def dotted(path: JsonPath) -> str:
-    """("qa", 3, "answer") -> "qa[3].answer"; the top level is "(top level)"."""
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+    """("qa", 3, "answer") -> "qa.3.answer", as pydantic's problems name a field; the top level "(top level)"."""
+    return ".".join(str(p) for p in path) or "(top level)"
 
 
 def read_json(path: Path) -> Located:

@@ -236,7 +236,7 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
             tally.add("questions of an unknown type (graded as single)", inst.question_type)
         pending.append(CheckOut(_id(inst.question_id, tally), category,
                                 "abstention" if absent else inst.question_type, inst.question.strip(),
-                                [answer], None, [link for sid in item.sessions for link in links.get(sid, [])]))
+                                [answer], None, sorted(link for sid in item.sessions for link in links.get(sid, []))))
     flush()
     qids = [q.inst.question_id for q in questions]
     title = f"LongMemEval bundle {number}: {len(questions)} questions ({qids[0]} … {qids[-1]})"
