@@ -207,8 +207,8 @@ def test_an_imported_conversation_dry_runs_ready_and_reports_source_categories(t
     assert {e.check_id: e.source_category for e in result.state.evaluations}["q003"] == "multi-hop"
     assert next(e for e in result.state.evaluations if e.check_id == "q006").wrong_answer == "self-care is important"
     report = (result.folder / "report.md").read_text(encoding="utf-8")
-    assert "**By source category**" in report and "adversarial → absent · single" not in report
-    assert "multi-hop → aggregate 10.0 (1)" in report and "adversarial → absent 1 · single 1 10.0 (2)" in report
+    assert "**By source category**" in report
+    assert "multi-hop (→ aggregate) 10.0 (1)" in report and "adversarial (→ absent 1 + single 1) 10.0 (2)" in report
     html = (result.folder / "report.html").read_text(encoding="utf-8")
     assert "By source category" in html and "open-domain" in html
     rows = rows_of_results(tmp_path / "results", None, TokenCounter())

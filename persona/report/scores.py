@@ -60,11 +60,11 @@ class SourceGroup:
     key: str
     mean: float
     count: int
-    ours: str  # "single", or "absent 444 · single 2" when one source category maps to several
+    ours: str  # "single", or "absent 444 + single 2" when one source category maps to several
 
     @property
     def label(self) -> str:
-        return f"{self.key} → {self.ours}"
+        return f"{self.key} (→ {self.ours})"
 
 
 def by_source_category(evaluations: list[Evaluation]) -> list[SourceGroup]:
@@ -76,7 +76,7 @@ def by_source_category(evaluations: list[Evaluation]) -> list[SourceGroup]:
     out = []
     for key, evs in groups.items():
         ours = Counter(e.category.value for e in evs)
-        mapped = next(iter(ours)) if len(ours) == 1 else " · ".join(f"{c} {n}" for c, n in ours.most_common())
+        mapped = next(iter(ours)) if len(ours) == 1 else " + ".join(f"{c} {n}" for c, n in ours.most_common())
         out.append(SourceGroup(key, mean(evs) or 0.0, len(evs), mapped))
     return out
 
