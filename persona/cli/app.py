@@ -5,7 +5,7 @@
     grading_commands.py    regrade
     benchmark_commands.py  validate, new, schema
     import_commands.py     import locomo|longmemeval
-    browser_commands.py    probe, login, browsers-path, demo-agent
+    browser_commands.py    probe, discover, login, browsers-path, demo-agent
     common.py              exit codes, failing with one line, logging, the browser flags
 """
 
@@ -83,6 +83,7 @@ app.command()(benchmark_commands.validate)
 app.command()(benchmark_commands.new)
 app.command()(benchmark_commands.schema)
 app.command()(browser_commands.probe)
+app.command()(browser_commands.discover)
 app.command()(browser_commands.login)
 app.command("browsers-path")(browser_commands.browsers_path)
 app.command("demo-agent")(browser_commands.demo_agent)
