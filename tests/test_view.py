@@ -18,7 +18,6 @@ from persona.report.live.locks import parse_locks
 from persona.report.live.server import PortTaken, bind
 from persona.report.live.watch import TranscriptTail, Watcher
 from persona.state import Exchange, RunStore
-from tests.conftest import mmb
 from tests.support.runs import EVIL, demo_run, write_run
 from tests.support.viewer import Events, get, live_events_url, served_at, serving, spawn_view
 
@@ -176,35 +175,29 @@ def test_streams_are_bounded_and_a_page_beyond_is_told(results):
             first.close()
 
 
-def test_a_taken_port_is_one_clear_line():
+def test_beyond_loopback_is_said_a_taken_port_too_and_ctrl_c_or_sigterm_stop_it_with_a_stream_open(results):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(PortTaken, match=f"port {port} on 127.0.0.1 is in use by another program: choose another with --port"):
             bind("127.0.0.1", port)
-
-
-def test_beyond_loopback_is_said_a_taken_port_too_and_ctrl_c_or_sigterm_stop_it_with_a_stream_open(results):
-    procs = [spawn_view("--results", str(results), "--host", host) for host in ("0.0.0.0", "127.0.0.1")]
-    views = [(proc, served_at(proc)) for proc in procs]
-    try:
-        (wide, wide_url), (local, local_url) = views
-        warning = wide.stderr.readline()
-        assert warning.startswith("mmb view: WARNING: listening on 0.0.0.0, beyond this machine: anyone who can reach it"), warning
-        port = local_url.rsplit(":", 1)[1].strip("/")
-        done = mmb("view", "--results", str(results), "--port", port, timeout=60)
-        assert done.returncode == 1 and done.stderr.strip().splitlines() == [
-            f"mmb view: port {port} on 127.0.0.1 is in use by another program: choose another with --port (--port 0 takes any free one)"]
-        for (proc, url), sig, code in zip(views, (signal.SIGINT, signal.SIGTERM), (130, -signal.SIGTERM), strict=True):
-            events = Events(url, live_events_url(get(url, "/")[1]).replace("token=", "token=unknown"))
-            events.until(lambda n, d: n == "update")  # a page the server does not know of gets everything
-            proc.send_signal(sig)
-            assert events.until(lambda n, d: True, timeout=10)[0] == "bye", "the open stream is ended, not cut"
-            assert proc.wait(10) == code
-        assert wide.stderr.read().strip() == "mmb view: stopped" and local.stderr.read().strip() == ""
-    finally:
-        for proc, _ in views:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        procs = [spawn_view("--results", str(results), *more) for more in (["--host", "0.0.0.0"], [], ["--port", str(port)])]
+        try:
+            views = [(proc, served_at(proc)) for proc in procs[:2]]
+            assert procs[2].wait(60) == 1 and procs[2].stderr.read().strip().splitlines() == [
+                f"mmb view: port {port} on 127.0.0.1 is in use by another program: choose another with --port (--port 0 takes any free one)"]
+            warning = procs[0].stderr.readline()
+            assert warning.startswith("mmb view: WARNING: listening on 0.0.0.0, beyond this machine: anyone who can reach"), warning
+            for (proc, url), sig, code in zip(views, (signal.SIGINT, signal.SIGTERM), (130, -signal.SIGTERM), strict=True):
+                events = Events(url, live_events_url(get(url, "/")[1]).replace("token=", "token=unknown"))
+                events.until(lambda n, d: n == "update")  # a page the server does not know of gets everything
+                proc.send_signal(sig)
+                assert events.until(lambda n, d: True, timeout=10)[0] == "bye", "the open stream is ended, not cut"
+                assert proc.wait(10) == code
+            assert procs[0].stderr.read().strip() == "mmb view: stopped" and procs[1].stderr.read().strip() == ""
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
