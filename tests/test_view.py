@@ -201,3 +201,20 @@ def test_beyond_loopback_is_said_a_taken_port_too_and_ctrl_c_or_sigterm_stop_it_
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+
+
+def test_runs_from_elsewhere_and_long_ago_show_with_what_their_state_has(results, url):
+    """A merged shard's run whose benchmark is not on this machine, and a state written before most fields existed."""
+    state, exchanges, _ = demo_run("shard")
+    state.benchmark = "/another/machine/benchmarks/demo"
+    write_run(results, state, exchanges)
+    old = results / "old"
+    old.mkdir()
+    (old / "state.json").write_text(json.dumps({"run_id": "old", "benchmark": "benchmarks/gone", "driver": "generic",
+                                                "persona_model": "gpt-4o", "status": "finished", "turn": 3}))
+    status, index = get(url, "/")
+    assert status == 200 and 'id="run-shard"' in index and 'id="run-old"' in index
+    status, shard = get(url, "/shard/report.html")
+    assert status == 200 and "<h3>phase 4</h3>" in shard, "phase numbers where the benchmark's titles are not known"
+    status, page = get(url, "/old/report.html")
+    assert status == 200 and "No check graded yet" in page and "(0 turns)" in page
