@@ -21,6 +21,8 @@ from persona.state import Exchange, RunStore
 from tests.support.runs import EVIL, demo_run, write_run
 from tests.support.viewer import Events, get, live_events_url, served_at, serving, spawn_view
 
+SECRET_NAME = "MMB_T_VIEW_TOKEN"
+
 
 def exchange_line(turn: int, text: str = "hi") -> bytes:
     return (Exchange(turn=turn, session=0, phase=0, sent=text, reply=["ok"]).model_dump_json() + "\n").encode()
@@ -97,7 +99,8 @@ def results(tmp_path_factory):
     (tmp_path / "secret.txt").write_text("the key")
     (folder / "out").symlink_to(tmp_path)
     state, exchanges, _ = demo_run("r2")
-    state.status, state.error, state.benchmark_title = "failed", f"the chat said {EVIL}", f"Bench {EVIL}"
+    state.status, state.benchmark_title = "failed", f"Bench {EVIL}"
+    state.error = f"the chat at http://chat.example/?k=${{{SECRET_NAME}}} said {EVIL}"  # as a run saves an address
     write_run(tmp_path / "results", state, exchanges)
     return tmp_path / "results"
 
@@ -122,7 +125,8 @@ def test_files_are_served_from_inside_a_run_folder_only(results, url):
     assert files_of(results) == before, "the viewer wrote nothing and took no lock (no .lock made)"
 
 
-def test_live_pages_and_their_updates_keep_agent_text_inert(url):
+def test_live_pages_and_their_updates_keep_agent_text_inert_and_secrets_as_placeholders(url, monkeypatch):
+    monkeypatch.setenv(SECRET_NAME, "tok-do-not-show-9d1e")
     pages = {path: get(url, path) for path in ["/", "/index.html", "/leaderboard.html", "/r2/report.html",
                                                "/compare.html?a=r1&b=r2"]}
     for path, (status, html) in pages.items():
@@ -130,6 +134,7 @@ def test_live_pages_and_their_updates_keep_agent_text_inert(url):
         assert EVIL not in html, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html or path.startswith("/compare"), path  # titles, error, replies
     assert "failed" in pages["/r2/report.html"][1] and "<script>" in pages["/"][1], "the page's own script is there"
+    assert f"k=${{{SECRET_NAME}}}" in pages["/r2/report.html"][1] and "tok-do-not-show" not in "".join(h for _, h in pages.values())
     events = Events(url, live_events_url(pages["/r2/report.html"][1]).replace("token=", "token=unknown"))
     try:  # a page the server does not know gets every fragment: escaped too
         name, data = events.until(lambda n, d: n == "update")
