@@ -99,3 +99,34 @@ def test_the_checker_sees_a_wrong_import(tmp_path):
     bad = tmp_path / "upward.py"
     bad.write_text("def f():\n    from persona.engine.runner import Runner\n", encoding="utf-8")
     assert upward_imports(bad, "persona.report.upward") == ["upward.py:2: report imports persona.engine.runner (engine)"]
+
+
+# The web server of `mmb view` lives in its own package of the report layer, and nowhere else: the other
+# commands never load it. It reads: atomic writes are not its to import (tests/test_view.py checks that a
+# served folder is left as it was, no lock taken).
+WEB_PACKAGES = ("starlette", "uvicorn")
+LIVE = "persona.report.live"
+WRITERS = {"drivers.files"}
+
+
+def web_imports(path: Path, module: str) -> list[str]:
+    wrong = []
+    for line, name in imports_of(path, module):
+        if name.split(".")[0] in WEB_PACKAGES and not module.startswith(LIVE):
+            wrong.append(f"{path.name}:{line}: {module} imports {name} (only {LIVE} serves pages)")
+        if module.startswith(LIVE) and name in WRITERS:
+            wrong.append(f"{path.name}:{line}: {module} imports {name} (the viewer only reads)")
+    return wrong
+
+
+@pytest.mark.parametrize("path", python_files("persona"), ids=lambda p: str(p.relative_to(REPO)))
+def test_only_the_live_viewer_serves_pages_and_it_only_reads(path: Path):
+    assert web_imports(path, module_name(path)) == []
+
+
+def test_the_web_checker_sees_a_wrong_import(tmp_path):
+    bad = tmp_path / "leak.py"
+    bad.write_text("import uvicorn\nfrom drivers.files import atomic_write\n", encoding="utf-8")
+    assert web_imports(bad, "persona.report.html") == ["leak.py:1: persona.report.html imports uvicorn (only persona.report.live serves pages)"]
+    assert web_imports(bad, "persona.report.live.app") == ["leak.py:2: persona.report.live.app imports drivers.files (the viewer only reads)"]
+

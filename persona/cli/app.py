@@ -2,6 +2,7 @@
 
     run_commands.py        run (and run --dry), check
     result_commands.py     report (--merge), list, export, compare
+    view_commands.py       view (the pages live, in a browser)
     grading_commands.py    regrade
     benchmark_commands.py  validate, new, schema
     import_commands.py     import locomo|longmemeval
@@ -18,7 +19,15 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from persona.cli import benchmark_commands, browser_commands, grading_commands, import_commands, result_commands, run_commands
+from persona.cli import (
+    benchmark_commands,
+    browser_commands,
+    grading_commands,
+    import_commands,
+    result_commands,
+    run_commands,
+    view_commands,
+)
 
 
 class OneLineErrors(TyperGroup):
@@ -78,6 +87,7 @@ app.command()(result_commands.report)
 app.command("list")(result_commands.list_runs)
 app.command()(result_commands.export)
 app.command()(result_commands.compare)
+app.command()(view_commands.view)
 app.command()(grading_commands.regrade)
 app.command()(benchmark_commands.validate)
 app.command()(benchmark_commands.new)

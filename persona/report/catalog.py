@@ -47,10 +47,12 @@ class Entry:
     phase: int = 0  # 1-based, the phase the run is in (or ended in)
     phases: int | None = None
     started: datetime | None = None
+    updated: datetime | None = None  # the state's last save: the run's last activity
     cost: Cost = field(default_factory=lambda: Cost("", None))
     judge: str = "persona"  # who graded the scores shown: "persona", "rules" or the judge model
     grading: str = ORIGINAL  # the grading set shown (`mmb regrade`)
     repeat_of: str | None = None  # the configured run, when this is one of its repeats
+    note: str = ""  # what a reader knows beside the state, e.g. that no process holds a "running" run (mmb view)
 
     @property
     def graded_by(self) -> str:
@@ -85,8 +87,13 @@ def entry(state: RunState, folder: Path, planned: dict[str, int], prices: PriceT
                  tokens_out=state.usage.completion_tokens, seconds=state.active_seconds,
                  has_html=(folder / RUN_PAGE).exists(), oracle=state.oracle,
                  phase=min(state.phase + 1, phases) if phases else state.phase + 1, phases=phases,
-                 started=state.created_at, cost=prices.run_cost(state), judge=state.judge, grading=state.grading_set,
+                 started=state.created_at, updated=state.updated_at, cost=prices.run_cost(state), judge=state.judge, grading=state.grading_set,
                  repeat_of=state.repeat_of)
+
+
+def read_state(folder: Path) -> RunState:
+    """A run's saved state, read only (a live run saves it atomically). Raises ValueError when it does not parse."""
+    return RunState.model_validate_json((folder / STATE_FILE).read_bytes())
 
 
 def read_states(results_dir: Path) -> list[tuple[RunState, Path]]:
@@ -94,7 +101,7 @@ def read_states(results_dir: Path) -> list[tuple[RunState, Path]]:
     found = []
     for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
         try:
-            found.append((RunState.model_validate_json(path.read_bytes()), path.parent))
+            found.append((read_state(path.parent), path.parent))
         except ValueError as e:  # a run being written right now is saved atomically; this is a broken one
             log.warning("skipping %s (%s)", path, str(e).splitlines()[0])
     return found

@@ -102,13 +102,16 @@ def render(cmp: Comparison) -> str:
     lines.append(f"improvements ({len(cmp.improvements)})" + (":" if cmp.improvements else ""))
     lines += [_line(c) for c in cmp.improvements]
     lines.append(f"unchanged ({len(cmp.unchanged)})")
-    d = cmp.difference
-    if d is None:
-        lines.append("mean difference: no check graded in both")
-    elif d.low is None:
-        lines.append(f"mean difference (B - A): {d.mean:+.2f} over 1 paired check (no interval from one)")
-    else:
-        verdict = "B is better" if d.low > 0 else "B is worse" if d.high is not None and d.high < 0 else "no clear difference"
-        lines.append(f"mean difference (B - A): {d.mean:+.2f} over {d.n} paired checks, {d.level:.0%} CI "
-                     f"[{d.low:+.2f}, {d.high:+.2f}] (paired t): {verdict}")
+    lines.append(difference_line(cmp.difference))
     return "\n".join(lines) + "\n"
+
+
+def difference_line(d: MeanCI | None) -> str:
+    """The mean difference B − A with its interval and what it says, as the terminal and `mmb view` show it."""
+    if d is None:
+        return "mean difference: no check graded in both"
+    if d.low is None:
+        return f"mean difference (B - A): {d.mean:+.2f} over 1 paired check (no interval from one)"
+    verdict = "B is better" if d.low > 0 else "B is worse" if d.high is not None and d.high < 0 else "no clear difference"
+    return (f"mean difference (B - A): {d.mean:+.2f} over {d.n} paired checks, {d.level:.0%} CI "
+            f"[{d.low:+.2f}, {d.high:+.2f}] (paired t): {verdict}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from drivers.files import atomic_write
 from persona.benchmark.loader import Benchmark
@@ -54,6 +55,7 @@ class RunReport:
     def __init__(self, state: RunState, exchanges: list[Exchange], folder: Path, bench: Benchmark | None = None,
                  counter: TokenCounter | None = None, prices: PriceTable | None = None):
         self.state, self.exchanges, self.folder, self.bench = state, exchanges, folder, bench
+        self.note = ""  # what a live reader knows beside the state (`mmb view`: no process plays a "running" run)
         self.cost = (prices or PriceTable()).run_cost(state)
         # The folder's pages, one level up (written by publish.write_overview), linked back from this one.
         self.index, self.leaderboard = f"../{INDEX_FILE}", f"../{LEADERBOARD_PAGE}"
@@ -132,8 +134,12 @@ class RunReport:
             phase = ex.phase
         return rows
 
+    def context(self) -> dict[str, Any]:
+        """What run.html and each of its partials (live in `mmb view`) are rendered with."""
+        return dict(r=self, classes=CLASSES, class_css=CSS_CLASS)
+
     def render(self) -> str:
-        return render_page("run.html", r=self, classes=CLASSES, class_css=CSS_CLASS)
+        return render_page("run.html", **self.context())
 
 
 def write_run_report(folder: Path, state: RunState, exchanges: list[Exchange], bench: Benchmark | None = None,

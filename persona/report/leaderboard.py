@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from drivers.files import atomic_write
 from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, Entry, scan
@@ -108,9 +109,14 @@ def render_markdown(board: Board, grading: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def page_context(board: Board, grading: str | None = None) -> dict[str, Any]:
+    """What leaderboard.html and its parts (leaderboard_parts.html, live in `mmb view`) are rendered with."""
+    return dict(board=board, columns=_columns, category_mean=_cat, index=INDEX_FILE, grading_note=grading_note(grading),
+                pooled=pooled, ci_text=ci_text)
+
+
 def render_html(board: Board, grading: str | None = None) -> str:
-    return render_page("leaderboard.html", board=board, columns=_columns, category_mean=_cat, index=INDEX_FILE,
-                       grading_note=grading_note(grading), pooled=pooled, ci_text=ci_text)
+    return render_page("leaderboard.html", **page_context(board, grading))
 
 
 def write_leaderboard(results_dir: Path, entries: list[Entry], grading: str | None = None) -> list[Path]:

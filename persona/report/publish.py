@@ -16,7 +16,7 @@ from pathlib import Path
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.errors import InputError, RunError
 from persona.report.autopsy import Autopsy, memory_autopsy
-from persona.report.catalog import scan
+from persona.report.catalog import read_state, scan
 from persona.report.cost import PriceTable
 from persona.report.gradings import load_set, shown_with
 from persona.report.html import write_run_report
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
     """The state and the transcript lines it knows of, read only."""
-    state = RunState.model_validate_json((folder / STATE_FILE).read_bytes())
+    state = read_state(folder)
     exchanges = []
     path = folder / TRANSCRIPT_FILE
     if path.exists():

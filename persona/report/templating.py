@@ -20,6 +20,14 @@ def thousands(value: int | float) -> str:
     return f"{value:,}"
 
 
+# How a run's status is coloured where runs are listed: an end that needs a look stands out.
+STATUS_CLASS = {"finished": "s10", "failed": "s0", "stalled": "s0", "budget": "s5", "interrupted": "s5"}
+
+
+def status_class(status: str) -> str:
+    return STATUS_CLASS.get(status, "")
+
+
 def number(value: float, spec: str = "g") -> str:
     return format(value, spec)
 
@@ -28,7 +36,7 @@ def number(value: float, spec: str = "g") -> str:
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("persona.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(thousands=thousands, number=number, score_class=score_class, money=money,
+    env.filters.update(thousands=thousands, number=number, score_class=score_class, money=money, status_class=status_class,
                        duration=duration)
     env.globals.update(bar_width=bar_width)
     return env
