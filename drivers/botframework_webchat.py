@@ -1,0 +1,33 @@
+"""Profile for Bot Framework Web Chat (npm `botframework-webchat`), Azure Bot Service's web chat.
+
+Tested with botframework-webchat 4.18.1 (tests/frontends/test_widgets.py: the package's own
+dist/webchat.js, `renderWebChat` on a full page, talking to a local Direct Line 3.0 stand-in with
+polling, whose bot sends a typing activity and then livestreams its answer). Quirks:
+- No launcher: sites put the chat on a page or in their own popup.
+- The conversation lives in the Direct Line connection. The page decides whether it survives a
+  reload: Bot Framework's "persistent conversation" samples keep the conversation id and token in
+  sessionStorage and reconnect to it (the history comes back), which this profile assumes: a new
+  session is a storage wipe. A page that starts a new conversation on every load needs
+  `options.new_session` "reload" and `keeps_history` false.
+- The typing indicator (`.webchat__typing-indicator`) shows until the bot's first text. A
+  livestreamed answer then grows in its bubble with no marker at all, in steps as far apart as the
+  Direct Line client receives them (1 s with polling, its default interval), so a reply is complete
+  once it has not changed for 1.5 s after the indicator went.
+- The send box is a single-line `<input>` unless the site sets `styleOptions.sendBoxTextWrap`: line
+  breaks in a message are lost there.
+"""
+
+from .profile import Completion, Profile, Selectors
+
+PROFILE = Profile(
+    name="botframework_webchat",
+    selectors=Selectors(
+        input="[data-id=webchat-sendbox-input]",
+        send=".webchat__send-button",
+        assistant_message=".webchat__bubble:not(.webchat__bubble--from-user)",
+        user_message=".webchat__bubble--from-user",
+        busy=".webchat__typing-indicator",
+    ),
+    new_session="storage",
+    completion=Completion(quiet_ms_with_markers=1500),
+)
