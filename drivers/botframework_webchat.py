@@ -2,17 +2,19 @@
 
 Tested with botframework-webchat 4.18.1 (tests/frontends/test_widgets.py: the package's own
 dist/webchat.js, `renderWebChat` on a full page, talking to a local Direct Line 3.0 stand-in with
-polling, whose bot sends a typing activity and then livestreams its answer). Quirks:
+polling, whose bot sends a typing activity and then its answer). Quirks:
 - No launcher: sites put the chat on a page or in their own popup.
 - The conversation lives in the Direct Line connection. The page decides whether it survives a
   reload: Bot Framework's "persistent conversation" samples keep the conversation id and token in
   sessionStorage and reconnect to it (the history comes back), which this profile assumes: a new
   session is a storage wipe. A page that starts a new conversation on every load needs
   `options.new_session` "reload" and `keeps_history` false.
-- The typing indicator (`.webchat__typing-indicator`) shows until the bot's first text. A
-  livestreamed answer then grows in its bubble with no marker at all, in steps as far apart as the
-  Direct Line client receives them (1 s with polling, its default interval), so a reply is complete
-  once it has not changed for 1.5 s after the indicator went.
+- The typing indicator (`.webchat__typing-indicator`) shows from the bot's typing activity until
+  its message arrives (or for 5 s: a bot that thinks longer must send typing again).
+- Several messages to one question arrive together or up to a Direct Line poll apart (1 s by
+  default with polling): the reply is complete once nothing changed for 1.5 s after the indicator.
+- Livestreaming (typing activities with `channelData.streamType`) is not supported: 4.18.1 shows
+  each streamed step as a bubble of its own beside the final message.
 - The send box is a single-line `<input>` unless the site sets `styleOptions.sendBoxTextWrap`: line
   breaks in a message are lost there.
 """
