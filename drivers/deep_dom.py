@@ -32,7 +32,10 @@ SHADOW_HOOK_JS = r"""(() => {
     if (init && init.mode === "open") {
       hook.roots.add(root);
       hook.version++;
-      for (const listener of hook.listeners) { try { listener(root); } catch (e) { /* a watch gone wrong */ } }
+      // Told once the page's own code has run on (a host gets its root before it is put in the page).
+      queueMicrotask(() => {
+        for (const listener of hook.listeners) { try { listener(root); } catch (e) { /* a watch gone wrong */ } }
+      });
     }
     return root;
   };
@@ -61,15 +64,17 @@ DEEP_DOM_JS = r"""(() => {
     if (!hooked) walk(document);
   }
 
-  // Shadow roots grouped by the tree their host lives in, each group in tree order; rebuilt only
-  // when a root came or went (a host moved elsewhere without that is not noticed until then).
-  let layout = null, layoutAt = -1;
+  // Shadow roots grouped by the tree their host lives in, each group in tree order; rebuilt when a
+  // root came or went, or when a host that was not in the page (given its root before it was put
+  // there) is in it now (a host moved elsewhere without either is not noticed until then).
+  let layout = null, layoutAt = -1, outside = [];
   function childRoots() {
     const version = hook.version + walks;
-    if (layout && layoutAt === version) return layout;
+    if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
     layout = new Map();
+    outside = [];
     for (const r of roots) {
-      if (!r.host.isConnected) continue;
+      if (!r.host.isConnected) { outside.push(r); continue; }
       const tree = r.host.getRootNode();
       if (!layout.has(tree)) layout.set(tree, []);
       layout.get(tree).push(r);

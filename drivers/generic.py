@@ -181,6 +181,15 @@ class PlaywrightDriver(ChatDriver):
         await self._wait_ready()
         return SessionInfo(url=self.session_url)
 
+    async def adopt(self, page: Page) -> None:
+        """Drive a page opened by someone else (`mmb discover`), as if `open` had opened it."""
+        await self._use_page(page)
+
+    async def wait_ready(self) -> Frame:
+        """The chat shown (its launcher clicked if needed); its frame."""
+        await self._wait_ready()
+        return await self._frame()
+
     async def _use_page(self, page: Page | None) -> Page:
         """Make `page` (a new one when None) the chat's page: the shadow-root hook in every frame, the
         dismiss handler, the crash watch, and the scope that finds the chat's frame in it."""
@@ -462,7 +471,7 @@ class PlaywrightDriver(ChatDriver):
                 elif mode == "url":
                     await page.goto(self._address(self._open_url, self._url.reopen(self.profile.new_session_url or "")))
                 elif mode == "storage":
-                    await self._forget_storage()
+                    await self.forget_storage()
                 else:
                     await page.reload()
                 sign = await self._verify_reset(mode, old_url, before)
@@ -486,7 +495,7 @@ class PlaywrightDriver(ChatDriver):
                 "its acknowledgement, or null to accept any reply)")
         return f"agent acknowledged {command!r}: {reply.text[:120]!r}"
 
-    async def _forget_storage(self) -> None:
+    async def forget_storage(self) -> None:
         """New chat for widgets that keep their conversation id in the browser: the chat's origin (the
         frame's, for a widget in an iframe) loses its localStorage, IndexedDB, cookies and caches, and the
         chat opens in a new tab (sessionStorage belongs to the tab, so the old one goes, after which its

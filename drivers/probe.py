@@ -260,6 +260,7 @@ async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = D
             report.after_send = await check_selectors(driver, after_send=True)
     if fits and not report.out_of_time:
         await _new_chat(driver, report, within, sent=send is not None)
+    page = driver.page or page  # a new chat by forgetting storage opens the chat in a new tab
     await page.screenshot(path=str(report.screenshot), full_page=True)
     return report
 

@@ -93,6 +93,11 @@ def value_lines(toks: list[Token]) -> dict[JsonPath, int]:
     return lines
 
 
+def text_lines(text: str) -> dict[JsonPath, int]:
+    """The line of each value of a JSON text (as `value_lines`), for problems found after parsing it."""
+    return value_lines(_tokens(text)[0])
+
+
 def line_of(lines: dict[JsonPath, int], path: JsonPath) -> int | None:
     """The line of `path`, or of its nearest existing parent (a missing key is reported at its object)."""
     while True:
@@ -165,3 +170,75 @@ def pydantic_problems(error: Any, file: Path, lines: dict[JsonPath, int], prefix
 def _short(name: str, limit: int = 60) -> str:
     """A key as an error shows it: a 5 MB key must not make a 5 MB message."""
     return name if len(name) <= limit else name[:limit] + "…"
+
+
+def _spans(text: str) -> list[tuple[str, str, int, int]]:
+    """The tokens but whitespace and comments, with where each starts and ends in `text`."""
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            pos += 1
+            continue
+        if m.lastgroup not in ("ws", "comment"):
+            out.append((m.lastgroup or "", m.group(), m.start(), m.end()))
+        pos = m.end()
+    return out
+
+
+def set_value(text: str, path: JsonPath, value: Any) -> str:
+    """`text` (JSONC) with the value at `path` replaced by `value`, or added as the last key of its object;
+    everything else (comments, layout) kept as it was. KeyError when the path's parent is not there."""
+    toks = _spans(text)
+    i = 0
+    found: dict[JsonPath, tuple[int, int]] = {}  # path -> index of its first and last token
+
+    def walk(at: JsonPath) -> None:
+        nonlocal i
+        first = i
+        tok = toks[i][1]
+        i += 1
+        if tok == "{":
+            while i < len(toks) and toks[i][1] != "}":
+                key = toks[i][1][1:-1] if toks[i][0] == "string" else toks[i][1]
+                i += 2 if i + 1 < len(toks) and toks[i + 1][1] == ":" else 1
+                walk(at + (key,))
+                if i < len(toks) and toks[i][1] == ",":
+                    i += 1
+            i += 1
+        elif tok == "[":
+            n = 0
+            while i < len(toks) and toks[i][1] != "]":
+                walk(at + (n,))
+                n += 1
+                if i < len(toks) and toks[i][1] == ",":
+                    i += 1
+            i += 1
+        found[at] = (first, i - 1)
+
+    walk(())
+    if path in found:
+        start, end = toks[found[path][0]][2], toks[found[path][1]][3]
+        indent = _indent_at(text, start)
+        return text[:start] + _dumped(value, indent) + text[end:]
+    parent = found.get(path[:-1])
+    if parent is None or toks[parent[0]][1] != "{":
+        raise KeyError(path[:-1])
+    close = toks[parent[1]][2]
+    indent = _indent_at(text, toks[parent[0]][2]) + "  "
+    after = toks[parent[1] - 1][3]  # the last key's value (or the opening brace); a comma goes after a value
+    comma = "," if toks[parent[1] - 1][1] not in (",", "{") else ""
+    between = text[after:close]
+    kept = between.rstrip()  # a comment after the last value stays where it was
+    entry = f"\n{indent}{json.dumps(str(path[-1]))}: {_dumped(value, indent)}"
+    return text[:after] + comma + kept + entry + (between[len(kept):] or "\n" + indent[:-2]) + text[close:]
+
+
+def _indent_at(text: str, offset: int) -> str:
+    line_start = text.rfind("\n", 0, offset) + 1
+    line = text[line_start:offset]
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _dumped(value: Any, indent: str) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)

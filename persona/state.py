@@ -126,6 +126,8 @@ class Evaluation(BaseModel):
     category: Category
     question: str
     expected: str
+    wrong_answer: str | None = None  # a trap the judge must not accept (the check's `Wrong answer:`)
+    source_category: str | None = None  # an imported dataset's own category (the check's `source:`)
     answer: str  # the persona's summary of the agent's answer
     # The grade of record: the judge's, or the persona's own when config `judge` is "persona".
     raw_score: float  # as the grader gave it

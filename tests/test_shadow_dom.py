@@ -161,3 +161,30 @@ def test_the_page_html_keeps_open_shadow_roots_inline(harness):
     html = run_in_page(harness, "() => Q.html()")
     assert html.count('shadowrootmode="open"') == 2 and 'id="c"' in html and "hidden" not in html.split("<script")[0]
     assert json.dumps(html)  # plain text, for the failure files
+
+
+def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it_is(harness, tmp_path):
+    """Web components attach their root in the constructor, before the element is put in the page: the
+    query helper must see into it once it is there (a discovered profile was marked SPLIT without this)."""
+    page_html = """<!doctype html><body><script>
+      window.later = () => { const h = document.createElement("x-m"); h.attachShadow({mode: "open"}).innerHTML =
+        "<p class='m'>in the root</p>"; window.pending = h; };
+      window.place = () => document.body.append(window.pending);
+    </script></body>"""
+    count = in_page("(s) => Q.all(s).length")
+
+    async def go():
+        page = await harness.browser.new_page()
+        try:
+            await page.add_init_script(SHADOW_HOOK_JS)
+            (tmp_path / "page.html").write_text(page_html)
+            await page.goto((tmp_path / "page.html").as_uri())
+            assert await page.evaluate("!!window.__mmbShadowRoots")  # the hook, as every driver page has it
+            await page.evaluate("later()")  # the root exists, its host is not in the page
+            before = await page.evaluate(count, ".m")
+            await page.evaluate("place()")
+            return before, await page.evaluate(count, ".m")
+        finally:
+            await page.close()
+
+    assert harness.run(go()) == (0, 1)

@@ -18,7 +18,8 @@ SHORT_ANSWER_WORDS = 3  # up to this many content words, the scripted grader wan
 # "You never told me" in the languages we ship. Matched on lowercased text.
 UNKNOWN_PATTERNS = [
     r"\bdon'?t know\b", r"\bdo not know\b", r"\b(didn'?t|did not|never|haven'?t|have not|don'?t think you|do not think you) (ever )?(tell|told|mention|say|said)",
-    r"\bno (information|record|memory|idea)\b", r"\bdon'?t (remember|recall|have)\b", r"\bnot sure\b",
+    r"\bno (information|record|memory|idea)\b", r"\bdon'?t (remember|recall)\b", r"\bnot sure\b",
+    r"\bi (don'?t|do not) have\b",  # "I don't have that", never "they don't have fur"
     r"\bcan'?t (find|recall|remember)\b", r"\bi'?m not aware\b", r"\bnot (mentioned|told)\b",
     r"не (говорил|говорила|рассказывал|рассказывала|упоминал|упоминала|знаю|помню)", r"нет (информации|данных)",
     r"не могу (найти|вспомнить)", r"не припоминаю",

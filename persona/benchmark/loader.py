@@ -35,6 +35,8 @@ class Manifest(BaseModel):
     fact_files: list[PathText] = Field([], description="Fact files besides the profile, e.g. family.md")
     instructions: PathText = Field("instructions.md", description="Appended to the persona's system prompt under 'Your scenario'")
     profile: PathText = Field("profile.md", description="Fact file always in the persona's context")
+    docs: list[PathText] = Field([], description="Files for people, never read by the tool (e.g. SOURCE.md: where an "
+                                 "imported benchmark comes from, its licence)")
 
 
 class Benchmark(BaseModel):
@@ -117,6 +119,7 @@ def load_benchmark(root: Path) -> Benchmark:
         return Problem(show(MANIFEST), line_of(lines, path), message)
 
     problems: list[Problem] = _listing_problems(manifest, at)
+    problems += [at(f"doc {doc} not found", "docs", i) for i, doc in enumerate(manifest.docs) if not (root / doc).is_file()]
 
     instructions = ""
     if (root / manifest.instructions).is_file():
@@ -222,7 +225,8 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
             broken.add(phase.index)
     bench.plays, play_problems = play_scripts(bench.phases, bench.resolve_fact_file, broken)
     problems += play_problems
-    listed = {bench.manifest.instructions, bench.manifest.profile, *bench.manifest.fact_files, *bench.manifest.chapters}
+    listed = {bench.manifest.instructions, bench.manifest.profile, *bench.manifest.fact_files, *bench.manifest.chapters,
+              *bench.manifest.docs}
     for md in sorted(bench.root.glob("*.md")):
         if md.name not in listed:
             problems.append(Problem(show(md.name), None, "not listed in benchmark.json (a chapter, fact file, profile or instructions?)"))
@@ -235,7 +239,8 @@ def _listing_problems(manifest: Manifest, at) -> list[Problem]:
     roles: dict[str, str] = {}
     listed = [(manifest.instructions, "instructions", ("instructions",)), (manifest.profile, "profile", ("profile",)),
               *((f, "fact file", ("fact_files", i)) for i, f in enumerate(manifest.fact_files)),
-              *((c, "chapter", ("chapters", i)) for i, c in enumerate(manifest.chapters))]
+              *((c, "chapter", ("chapters", i)) for i, c in enumerate(manifest.chapters)),
+              *((d, "doc", ("docs", i)) for i, d in enumerate(manifest.docs))]
     for name, role, path in listed:
         if name in roles:
             first = roles[name]

@@ -38,6 +38,10 @@ class Check(BaseModel):
     answer: str
     line: int = 0
     links: list[FactMention] | None = None  # stated on the line after 🔗; None: inferred (persona/benchmark/links.py)
+    # An imported dataset's own category (`[single; source: single-hop]`), shown beside ours in reports.
+    source_category: str | None = None
+    # A trap the judge must not accept (`Wrong answer: ...` after the answer): LoCoMo's adversarial answer.
+    wrong_answer: str | None = None
 
     @property
     def items(self) -> list[str]:
@@ -80,10 +84,13 @@ class Phase(BaseModel):
 
 
 ANSWER_MARKERS = ("Correct answer", "Правильный ответ")
+WRONG_ANSWER_MARKERS = ("Wrong answer", "Неверный ответ")
 _CHECK = re.compile(
     r"^\s*❓\s*(?P<id>\S+)\s+(?:\[(?P<cat>[^\]]*)\]\s*)?(?P<rest>.*)$"
 )
 _ANSWER = re.compile(r"\s*(?:" + "|".join(ANSWER_MARKERS) + r")\s*:\s*", re.IGNORECASE)
+_WRONG_ANSWER = re.compile(r"\s*(?:" + "|".join(WRONG_ANSWER_MARKERS) + r")\s*:\s*", re.IGNORECASE)
+_SOURCE = re.compile(r"^source\s*:\s*(?P<name>\S.*?)\s*$", re.IGNORECASE)  # `[single; source: single-hop]`
 _EDIT = re.compile(r"^\s*✏\ufe0f?\s*(?P<file>[\w.-]+)\s+(?P<id>\d+\.\d+)\s*:\s*(?P<text>.*?)\s*$")
 _ADD = re.compile(r"^\s*➕\s*(?P<file>[\w.-]+)\s+(?P<section>\d+)\s*:\s*(?P<text>.*?)\s*$")
 DIRECTIVE_MARKS = ("❓", "✏", "➕")
@@ -197,17 +204,35 @@ def _parse_check(line: str, file: str, lineno: int, problems: list[Problem], ans
         problems.append(Problem(file, lineno, f"check {m['id']}: after {LINK_MARK} name its facts "
                                 "('family 1.2, 1.3; running 2.1') or write 'none'"))
         return None
-    category = (m["cat"] or "single").strip().lower()
+    category, _, source = (m["cat"] or "single").partition(";")
+    category = category.strip().lower()
     if category not in Category.__members__:
         allowed = ", ".join(Category.__members__)
         problems.append(Problem(file, lineno, f"check {m['id']}: unknown category [{category}] (one of: {allowed})"))
         return None
+    source_category = None
+    if source.strip():
+        if not (s := _SOURCE.match(source.strip())):
+            problems.append(Problem(file, lineno, f"check {m['id']}: after ';' in the brackets write the dataset's own "
+                                    f"category as 'source: NAME' ([{category}; source: single-hop])"))
+            return None
+        source_category = s["name"]
     question = parts[0].strip()
+    if _WRONG_ANSWER.search(question):  # the persona sees the question part: a trap there would be told
+        problems.append(Problem(file, lineno, f"check {m['id']}: 'Wrong answer:' goes after 'Correct answer:'"))
+        return None
     if not question:
         problems.append(Problem(file, lineno, f"check {m['id']} has no question"))
         return None
-    return Check(id=m["id"], category=Category(category), question=question, answer=parts[1].strip(), line=lineno,
-                 links=links)
+    answer, *wrong = _WRONG_ANSWER.split(parts[1], maxsplit=1)
+    if answers_required and not answer.strip():
+        problems.append(Problem(file, lineno, f"check {m['id']} has no expected answer ('Correct answer: ...')"))
+        return None
+    if wrong and not wrong[0].strip():
+        problems.append(Problem(file, lineno, f"check {m['id']}: 'Wrong answer:' with nothing after it"))
+        return None
+    return Check(id=m["id"], category=Category(category), question=question, answer=answer.strip(), line=lineno,
+                 links=links, source_category=source_category, wrong_answer=wrong[0].strip() if wrong else None)
 
 
 def _parse_links(text: str, lineno: int) -> list[FactMention]:

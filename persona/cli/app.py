@@ -4,7 +4,8 @@
     result_commands.py     report (--merge), list, export, compare
     grading_commands.py    regrade
     benchmark_commands.py  validate, new, schema
-    browser_commands.py    probe, login, browsers-path, demo-agent
+    import_commands.py     import locomo|longmemeval
+    browser_commands.py    probe, discover, login, browsers-path, demo-agent
     common.py              exit codes, failing with one line, logging, the browser flags
 """
 
@@ -17,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from persona.cli import benchmark_commands, browser_commands, grading_commands, result_commands, run_commands
+from persona.cli import benchmark_commands, browser_commands, grading_commands, import_commands, result_commands, run_commands
 
 
 class OneLineErrors(TyperGroup):
@@ -82,9 +83,11 @@ app.command()(benchmark_commands.validate)
 app.command()(benchmark_commands.new)
 app.command()(benchmark_commands.schema)
 app.command()(browser_commands.probe)
+app.command()(browser_commands.discover)
 app.command()(browser_commands.login)
 app.command("browsers-path")(browser_commands.browsers_path)
 app.command("demo-agent")(browser_commands.demo_agent)
+app.add_typer(import_commands.app, name="import")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -72,6 +72,61 @@ def probe(
         raise typer.Exit(EXIT_BAD_INPUT if report.invalid else EXIT_FAILED)
 
 
+def discover(
+    url: Annotated[str, typer.Argument(help="The page with the chat (a host page for a widget)")],
+    no_send: Annotated[bool, typer.Option("--no-send", help="Type nothing: a best guess from what the page shows")] = False,
+    write: Annotated[Path | None, typer.Option("--write", help="Write the agent block into this config.jsonc (needs --run)")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="The run of --write whose agent block to set")] = None,
+    budget: Annotated[float, typer.Option("--timeout", help="Seconds the whole discovery may take")] = 60.0,
+    out: Annotated[Path, typer.Option("--out", help="Where the verification's screenshot (and traces) go")] = Path("results/discover"),
+    auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
+    headed: HeadedOption = False,
+    slow_mo: SlowMoOption = None,
+    trace: TraceOption = "off",
+    verbose: VerboseOption = False,
+) -> None:
+    """Find the chat on a page and write its agent block (JSON on stdout; what was tried on stderr): the
+    input, send, bubbles, busy marker, New chat, frame and launcher, from ONE marked test message;
+    then checked the run's way (mmb probe). Exit 0 only when that check passes."""
+    import json
+
+    from drivers.auth import AuthError
+    from drivers.browser import BrowserStartError
+    from persona.cli.browsing import discover_chat, write_agent
+    from persona.errors import InputError
+
+    console_logging(verbose)
+    if (write is None) != (run is None):
+        fail("--write and --run go together: the config file, and the run whose agent block to set")
+    browser, base_dir = browser_config(config)
+    apply_overrides(browser, headed, slow_mo, trace, False)
+
+    def say(line: str) -> None:
+        typer.echo(line, err=True)
+
+    try:
+        found = asyncio.run(discover_chat(url, browser, base_dir=base_dir, out_dir=out, login_name=auth,
+                                          auth_dir=(base_dir / browser.auth_dir).resolve(), send=not no_send,
+                                          budget_s=budget, say=say))
+    except (AuthError, BrowserStartError) as e:
+        fail(str(e), EXIT_FAILED)
+    if found.verification is not None:
+        say(found.verification.render())
+    for problem in found.problems:
+        say(f"NOT FOUND: {problem}")
+    say(f"discovery took {found.seconds:.1f} s: " + ("OK, verified by mmb probe" if found.ok else "FAILED"))
+    typer.echo(json.dumps(found.agent(), indent=2, ensure_ascii=False))
+    if not found.ok:
+        raise typer.Exit(EXIT_FAILED)
+    if write is not None and run is not None:
+        try:
+            write_agent(write, run, found.agent())
+        except InputError as e:
+            fail(e)
+        say(f"wrote the agent block of run {run!r} into {write}")
+
+
 def login(
     profile: Annotated[str, typer.Argument(help="The driver profile whose page to log in to (or generic with --url)")],
     url: Annotated[str | None, typer.Option("--url", help="The login page (default: the profile's)")] = None,

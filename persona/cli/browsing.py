@@ -11,6 +11,8 @@ from typing import Any
 
 from drivers.auth import SavedLogin, find_login, profile_path, run_login, secure_folder, storage_path
 from drivers.browser import browser_host
+from drivers.discover import Discovery, discover
+from drivers.files import atomic_write
 from drivers.generic import PlaywrightDriver
 from drivers.probe import BUDGET_S as PROBE_BUDGET_S
 from drivers.probe import DEFAULT_TEXT, ProbeReport, for_probe, probe
@@ -21,6 +23,8 @@ from drivers.settings import BrowserConfig
 from persona.config import Config
 from persona.engine.preflight import Preflight, judge_preflight, preflight
 from persona.engine.runner import RunPlan, agent_url
+from persona.errors import InputError
+from persona.jsonc import load_jsonc, set_value
 
 
 def parse_pairs(pairs: list[str], what: str, *, json_values: bool = True) -> dict[str, Any]:
@@ -82,6 +86,32 @@ async def probe_page(profile: Profile, browser: BrowserConfig, *, base_dir: Path
             files = await driver.close(failed=failed)
         report.traces = [f for f in files if f.name.endswith(".trace.zip")]
         return report
+
+
+async def discover_chat(url: str, browser: BrowserConfig, *, base_dir: Path, out_dir: Path, login_name: str | None,
+                        auth_dir: Path, send: bool, budget_s: float, say: Callable[[str], None]) -> Discovery:
+    """`mmb discover`: the chat found on a page of the run's browser, checked on a fresh context (drivers/discover.py)."""
+    login = find_login(auth_dir, login_name) if login_name else None
+    async with browser_host(browser, base_dir) as host:
+        first = await host.new_context(login=login)
+
+        async def fresh():
+            return (await host.new_context(login=login)).context
+
+        return await discover(first.context, url, new_context=fresh, out_dir=out_dir, say=say, send=send,
+                              budget_s=budget_s)
+
+
+def write_agent(config: Path, run_id: str, agent: dict[str, Any]) -> None:
+    """Put `agent` into the run `run_id` of config.jsonc, keeping the file's comments and layout."""
+    data, _ = load_jsonc(config)
+    runs = data.get("runs") if isinstance(data, dict) else None
+    index = next((i for i, r in enumerate(runs or []) if isinstance(r, dict) and r.get("id") == run_id), None)
+    if index is None:
+        known = ", ".join(str(r.get("id")) for r in runs or [] if isinstance(r, dict))
+        raise InputError.single(config, None, f"no run with id {run_id!r} (runs: {known or 'none'}): add it first")
+    text = config.read_text(encoding="utf-8")
+    atomic_write(config, set_value(text, ("runs", index, "agent"), agent), mode=config.stat().st_mode & 0o777)
 
 
 async def check_runs(config: Config, plans: list[RunPlan], say: Callable[[str], None]) -> bool:

@@ -27,6 +27,7 @@ from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, P
 from persona.errors import InputError, Problem
 from persona.report.cost import Cost, PriceTable, money
 from persona.report.progress import Progress
+from persona.report.scores import by_source_category
 from persona.state import ORACLE_DRIVER, RunState, RunStore, now
 
 DRY_PREFIX = "dry-"
@@ -253,6 +254,8 @@ def summary(result: DryResult, compaction: CompactionConfig, costs: list[Cost] |
         f"  checks     {len(evs)} of {len(bench.checks)} graded (coverage {_percent(len(evs), len(bench.checks))}), "
         f"mean {mean} / 10",
         f"  categories {_by_category(bench, state)}",
+        *([f"  sources    {' · '.join(f'{g.label} {g.mean:.1f} ({g.count})' for g in sources)}"]
+          if (sources := by_source_category(evs)) else []),
         f"  turns      {state.turn} messages to the agent, {state.steps} persona steps",
         f"  tokens     {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out; "
         f"{len(state.persona_compactions)} persona compaction(s) at max_tokens {compaction.max_tokens:,} "

@@ -109,21 +109,25 @@ def reply_text(turn: QuotedTurn) -> str:
     return "\n\n".join(turn.reply)
 
 
+def _asked(check: Check) -> dict[str, Any]:
+    """What the judge is told of the check; a trap answer (the rubric's `wrong_answer`) only when it has one."""
+    out: dict[str, Any] = {"question": check.question, "category": check.category.value, "expected_items": check.items}
+    if check.wrong_answer:
+        out["wrong_answer"] = check.wrong_answer
+    return out
+
+
 def judge_request(check: Check, turns: list[QuotedTurn]) -> str:
     """The user message of a judge call: JSON, so the agent's text is a quoted string, never structure."""
     return json.dumps({
-        "question": check.question, "category": check.category.value, "expected_items": check.items,
-        "conversation": [{"user": t.sent, "agent": t.reply} for t in turns],
+        **_asked(check), "conversation": [{"user": t.sent, "agent": t.reply} for t in turns],
     }, ensure_ascii=False, indent=1)
 
 
 def memory_request(check: Check, memory: str) -> str:
     """A judge call about a memory snapshot (the rubric's "Memory snapshots"): the memory in place of a
     conversation, as a quoted string too."""
-    return json.dumps({
-        "question": check.question, "category": check.category.value, "expected_items": check.items,
-        "agent_memory": memory,
-    }, ensure_ascii=False, indent=1)
+    return json.dumps({**_asked(check), "agent_memory": memory}, ensure_ascii=False, indent=1)
 
 
 # -- from a verdict to a grade ------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 
 from drivers.base import ChatBefore, ChatDriver, Presence, Reply, SendJournal, SessionInfo
-from persona.benchmark.grading import says_unknown
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Category
 
@@ -47,7 +46,7 @@ class OracleDriver(ChatDriver):
         check = self._answers.get(" ".join(text.split()))
         if check is None:
             return self._ack
-        if check.category is Category.absent or says_unknown(check.answer):
+        if check.category is Category.absent:  # an answer that merely sounds unknowing ("they don't have fur") is given as it is
             return self._unknown
         return check.answer.replace(";", ",")
 

@@ -39,7 +39,8 @@ def regradable(state: RunState) -> list[Evaluation]:
 
 
 def check_of(e: Evaluation) -> Check:
-    return Check(id=e.check_id, category=e.category, question=e.question, answer=e.expected)
+    return Check(id=e.check_id, category=e.category, question=e.question, answer=e.expected,
+                 wrong_answer=e.wrong_answer, source_category=e.source_category)
 
 
 def regrade_judge(config: Config | None, run_id: str, model: str, base_url: str | None,

@@ -252,7 +252,7 @@ class ToolBox:
         self.state.last_grade = Claim(turn=until, step=self.step, since=since)
         self.state.evaluations.append(Evaluation(
             check_id=check.id, category=check.category, question=check.question, expected=check.answer,
-            answer=str(answer), **record.model_dump(), persona_grade=own if self.judge else None,
+            wrong_answer=check.wrong_answer, source_category=check.source_category, answer=str(answer), **record.model_dump(), persona_grade=own if self.judge else None,
             agent_turns=turns, phase=self.state.phase, turn=until, session=self.state.session,
         ))
         if self.judge is not None:  # the judge's score would tell the persona what the answer was not

@@ -51,6 +51,8 @@ class ExportRow(BaseModel):
     benchmark_title: str
     check_id: str
     category: str
+    source_category: str | None = Field(None, description="An imported dataset's own category of the check (LoCoMo's "
+                                        "single-hop, multi-hop, ...); None for a benchmark of our own")
     phase: int = Field(description="The phase the check was asked in, from 1")
     question: str
     expected: str
@@ -90,7 +92,7 @@ def _row(state: RunState, e: Evaluation, exchanges: list[Exchange], age: CheckAg
     return ExportRow(
         run_id=state.run_id, run_status=state.status, agent=state.driver, persona=state.persona_model,
         benchmark=Path(state.benchmark).name, benchmark_title=state.benchmark_title, check_id=e.check_id,
-        category=e.category.value, phase=e.phase + 1, question=e.question, expected=e.expected,
+        category=e.category.value, source_category=e.source_category, phase=e.phase + 1, question=e.question, expected=e.expected,
         agent_reply=agent_reply(exchanges, asked, e.turn), persona_summary=e.answer, score=e.score,
         raw_score=e.raw_score, grader=state.persona_model if e.grader == "persona" else e.grader,
         grader_comment=e.comment, retry=e.second_attempt,

@@ -29,7 +29,7 @@ from persona.report.markdown import (
     typed_into_chat,
 )
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line
-from persona.report.scores import by_category, by_phase, distribution, facts_told, mean, phase_costs
+from persona.report.scores import by_category, by_phase, by_source_category, distribution, facts_told, mean, phase_costs
 from persona.report.snapshots import MemoryStore
 from persona.report.templating import render_page
 from persona.state import AgentSession, Evaluation, Exchange, RunState
@@ -74,6 +74,7 @@ class RunReport:
         self.typed = typed_into_chat(state)
         self.log_count, self.log_shown = run_log(state)
         self.categories = list(by_category(evs).values())
+        self.source_categories = by_source_category(evs)
         self.phases = list(by_phase(evs).items())
         self.costs = phase_costs(state)
         self.persona_usage = usage_line(state)

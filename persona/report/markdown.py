@@ -19,7 +19,7 @@ from persona.report.agreement import persona_vs_judge
 from persona.report.autopsy import CLASSES, Autopsy
 from persona.report.cost import PriceTable
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line, usage_text
-from persona.report.scores import by_category, distribution, mean, phase_costs
+from persona.report.scores import by_category, by_source_category, distribution, mean, phase_costs
 from persona.state import ASKED_AGAIN, QUIRK, TEXT_VERDICT, Evaluation, QuotedTurn, RunState
 
 __all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry", "typed_into_chat"]
@@ -136,8 +136,11 @@ def provenance_changes(state: RunState) -> list[str]:
 
 def _imperfect(e: Evaluation) -> list[str]:
     retry = ", after a memory search" if e.second_attempt else ""
-    lines = ["", f"#### {e.check_id} [{e.category.value}] — {e.score:g}/10{retry} (graded by {e.grader})",
+    source = f"; source: {e.source_category}" if e.source_category else ""
+    lines = ["", f"#### {e.check_id} [{e.category.value}{source}] — {e.score:g}/10{retry} (graded by {e.grader})",
              f"- **Question:** {e.question}", f"- **Expected:** {e.expected}"]
+    if e.wrong_answer:
+        lines.append(f"- **Must not accept:** {e.wrong_answer}")
     if e.agent_turns:
         lines += ["- **The chat from the question to the grade** (what the grader read):", "",
                   quote_block(chat_excerpt(e.agent_turns)), ""]
@@ -283,6 +286,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Mean score:** {f'{avg:.2f} / 10' if avg is not None else 'n/a'} over {len(evs)} graded checks",
         f"- **Score distribution:** {' · '.join(f'{k}: {n}' for k, n in distribution(evs).items()) or 'n/a'}",
         f"- **By category:** {' · '.join(f'{g.key} {g.mean:.1f} ({g.count})' for g in by_category(evs).values()) or 'n/a'}",
+        *([f"- **By source category** (the imported dataset's own, → ours): "
+           f"{' · '.join(f'{g.label} {g.mean:.1f} ({g.count})' for g in sources)}"] if (sources := by_source_category(evs)) else []),
         f"- **Coverage audit:** {_coverage(bench, state)}",
         f"- **Run time:** {duration(state.active_seconds)} active; started {state.created_at:%Y-%m-%d %H:%M} UTC",
         f"- **Progress:** phase {min(state.phase + 1, len(bench.phases))} of {len(bench.phases)}, "

@@ -52,6 +52,35 @@ def by_category(evaluations: list[Evaluation]) -> dict[str, Group]:
     return {c: Group(c, mean(groups[c]) or 0.0, len(groups[c])) for c in CATEGORIES if c in groups}
 
 
+@dataclass(frozen=True)
+class SourceGroup:
+    """The graded checks of one category of the dataset a benchmark was imported from (LoCoMo's
+    `single-hop`...), with the categories of ours they were mapped to."""
+
+    key: str
+    mean: float
+    count: int
+    ours: str  # "single", or "absent 444 + single 2" when one source category maps to several
+
+    @property
+    def label(self) -> str:
+        return f"{self.key} (→ {self.ours})"
+
+
+def by_source_category(evaluations: list[Evaluation]) -> list[SourceGroup]:
+    """Per source category, in order of first appearance; empty for a benchmark of our own."""
+    groups: dict[str, list[Evaluation]] = {}
+    for e in evaluations:
+        if e.source_category:
+            groups.setdefault(e.source_category, []).append(e)
+    out = []
+    for key, evs in groups.items():
+        ours = Counter(e.category.value for e in evs)
+        mapped = next(iter(ours)) if len(ours) == 1 else " + ".join(f"{c} {n}" for c, n in ours.most_common())
+        out.append(SourceGroup(key, mean(evs) or 0.0, len(evs), mapped))
+    return out
+
+
 def by_phase(evaluations: list[Evaluation]) -> dict[int, Group]:
     groups: dict[int, list[Evaluation]] = {}
     for e in evaluations:

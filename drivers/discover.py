@@ -1,0 +1,540 @@
+"""`mmb discover`: a chat page's profile from its URL alone, found by what the page shows and what
+changes when we type, then verified the run's own way.
+
+The steps, each bounded and told to `say` (stderr):
+
+1. the composer: the best visible text box in any frame (open shadow roots included); when none
+   shows, a launcher is looked for (a control fixed in a corner, named for chat or help) and clicked;
+2. the frame that holds it, as a chain of stable iframe selectors (title, name, test id, the frame's
+   address without its query), and the input's own stable selector;
+3. the send control: a button by the input that is named for sending, submits its form, or turns
+   enabled once text is typed; else Enter;
+4. ONE marked test message: our bubble is the element that shows its unique tag, the reply is the
+   new text after it; once the reply is stable, the message list and its rows give selectors for
+   our bubbles and the agent's (drivers/discover_page.py), and elements seen only while the agent
+   worked give the busy marker;
+5. whether a reload shows the chat again (`keeps_history`), then New chat: controls named for it
+   (with a confirmation dialog if one opens), else a reload or forgetting the origin's storage,
+   whichever empties the chat;
+6. the profile found is checked by `mmb probe`'s own code path (a round trip, New chat and its
+   reset check) on a fresh browser context: only then is discovery a success.
+
+It never uses positions (nth-child), generated ids or the markup of any page it was tested on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import secrets as token_source
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from playwright.async_api import BrowserContext, Frame, Page
+from playwright.async_api import Error as PlaywrightError
+from pydantic import BaseModel
+
+from .base import DriverError
+from .deep_dom import SHADOW_HOOK_JS
+from .discover_page import DISCOVER_JS
+from .frames import list_frames
+from .generic import PlaywrightDriver
+from .probe import DEFAULT_TEXT, ProbeReport, probe, probe_message
+from .profile import Profile, profile_from_dict
+from .url_secrets import ChatUrl
+from .waiting import PAGE_GRACE_S, bounded
+
+Say = Callable[[str], None]
+NewContext = Callable[[], Awaitable[BrowserContext]]
+
+BUDGET_S = 60.0
+VERIFY_S = 25.0  # kept for the probe at the end
+POLL_S = 0.15
+QUIET_S = 2.0  # the reply counts as complete once unchanged this long (and no stop control shows)
+QUIET_UNSURE_S = 6.0  # ... or this long whatever shows
+LAUNCHER_AFTER_S = 2.0  # a page with no text box this long after loading may hide its chat behind a launcher
+
+_LAUNCHER_NAME = re.compile(r"chat|help|support|message|assistant|ask|talk|contact|open|bot|💬|чат|помощ", re.I)
+_SEND_NAME = re.compile(r"\bsend\b|submit|отправ|➤|➢|▶|↑|⬆|arrow", re.I)
+_NOT_SEND = re.compile(r"stop|cancel|new|attach|upload|file|mic|voice|record|emoji|clear|delete|menu|settings|close|share|copy", re.I)
+_NEW_CHAT = re.compile(r"\bnew\b.{0,12}\b(chat|conversation|session|thread|topic|dialog)|^\s*new\s*$|start\s+(a\s+)?(new|over)|"
+                       r"\brestart\b|\breset\b|^\s*clear\b|новый\s+(чат|диалог)|^\s*[+＋]\s*$", re.I)
+_CONFIRM = re.compile(r"^\s*(confirm|yes|ok|okay|continue|proceed|start new|new chat|clear|reset|delete|да|подтверд)\b", re.I)
+
+
+class Found(BaseModel):
+    """What discovery decided for one part of the profile, and what it weighed."""
+
+    part: str
+    selector: str | None = None
+    how: str = ""
+    rejected: list[str] = []
+
+
+class Discovery(BaseModel):
+    url: str
+    frame: list[str] | None = None
+    selectors: dict[str, str] = {}
+    options: dict[str, Any] = {}
+    found: list[Found] = []
+    problems: list[str] = []
+    seconds: float = 0.0
+    verification: ProbeReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.verification is not None and self.verification.ok
+
+    def agent(self) -> dict[str, Any]:
+        """The `agent` block of config.jsonc."""
+        block: dict[str, Any] = {"driver": "generic", "url": self.url}
+        if self.frame:
+            block["frame"] = self.frame if len(self.frame) > 1 else self.frame[0]
+        block["selectors"] = self.selectors
+        if self.options:
+            block["options"] = self.options
+        return block
+
+    def profile(self) -> Profile:
+        return profile_from_dict({"name": "generic", "url": self.url, "selectors": self.selectors,
+                                  **({"frame": self.frame} if self.frame else {}), **self.options})
+
+
+@dataclass
+class _Composer:
+    frame: Frame
+    input_id: int
+    score: float
+    launcher: str | None = None
+    launcher_frame: Frame | None = None
+
+
+class _Out(Exception):
+    """A part that could not be found: discovery stops with what it has."""
+
+
+async def _call(frame: Frame, op: str, arg: Any = None, limit_s: float = PAGE_GRACE_S) -> Any:
+    return await bounded(frame.evaluate(DISCOVER_JS, {"op": op, "arg": arg}), limit_s, f"discovery: {op}")
+
+
+class Discoverer:
+    def __init__(self, page: Page, url: str, *, say: Say, budget_s: float = BUDGET_S, shown: Callable[[str], str] = str):
+        self.page, self.url, self.say, self.shown = page, url, say, shown
+        self.deadline = time.monotonic() + max(budget_s - VERIFY_S, 10.0)
+        self.result = Discovery(url=url)
+        self.tag = f"check {token_source.randbelow(9000) + 1000}"
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def note(self, part: str, selector: str | None, how: str, rejected: list[str] | None = None) -> None:
+        self.result.found.append(Found(part=part, selector=selector, how=how, rejected=rejected or []))
+        self.say(f"{part}: {selector!r} ({how})" if selector else f"{part}: none ({how})")
+        for r in (rejected or [])[:6]:
+            self.say(f"  rejected {r}")
+
+    async def frames(self) -> list[Frame]:
+        return [self.page.main_frame] + [f for f in self.page.frames if f is not self.page.main_frame and not f.is_detached()]
+
+    # -- 1, 2: the composer, the launcher, the frame ---------------------------------------------
+
+    async def best_input(self) -> _Composer | None:
+        best: _Composer | None = None
+        for frame in await self.frames():
+            try:
+                found = await _call(frame, "inputs")
+            except (PlaywrightError, DriverError):  # a frame navigating or gone: looked at again next time
+                continue
+            if found and (best is None or found[0]["score"] > best.score):
+                best = _Composer(frame, found[0]["id"], found[0]["score"])
+        return best
+
+    async def find_composer(self) -> _Composer:
+        loaded = time.monotonic()
+        tried: set[tuple[str, str]] = set()
+        rejected: list[str] = []
+        while True:
+            composer = await self.best_input()
+            if composer is not None and composer.score >= 3:
+                return composer
+            if time.monotonic() - loaded >= LAUNCHER_AFTER_S:
+                launched = await self.try_launchers(tried, rejected)
+                if launched is not None:
+                    return launched
+            if self.left() <= 0:
+                if composer is not None:
+                    return composer
+                raise _Out("no text box to type a message into, in any frame" +
+                           (f"; launchers tried: {'; '.join(rejected)}" if rejected else "; no launcher found"))
+            await asyncio.sleep(POLL_S * 2)
+
+    async def try_launchers(self, tried: set[tuple[str, str]], rejected: list[str]) -> _Composer | None:
+        candidates = []
+        for frame in await self.frames():
+            with contextlib.suppress(PlaywrightError, DriverError):
+                for c in await _call(frame, "controls"):
+                    score = (3 if c["fixed"] and c["corner"] else 0) + (3 if _LAUNCHER_NAME.search(c["name"]) else 0) \
+                        + (1 if c["w"] < 130 and c["h"] < 130 else 0)
+                    if c["href"] not in (None, "", "#") or score < 3 or (frame.url, str(c["id"])) in tried:
+                        continue
+                    candidates.append((score, frame, c))
+        for _score, frame, c in sorted(candidates, key=lambda t: -t[0])[:3]:
+            tried.add((frame.url, str(c["id"])))
+            sels = await _call(frame, "selector", c["id"])
+            if not sels:
+                rejected.append(f"{c['name']!r}: no stable selector")
+                continue
+            try:
+                await frame.locator(sels[0]).first.click(timeout=PAGE_GRACE_S * 1000)
+            except PlaywrightError as e:
+                rejected.append(f"{sels[0]!r}: {str(e).splitlines()[0]}")
+                continue
+            until = time.monotonic() + 4
+            while time.monotonic() < min(until, self.deadline):
+                composer = await self.best_input()
+                if composer is not None and composer.score >= 3:
+                    composer.launcher, composer.launcher_frame = sels[0], frame
+                    self.note("launcher", sels[0], f"named {c['name']!r}, fixed in a corner: clicking it showed a text box")
+                    return composer
+                await asyncio.sleep(POLL_S)
+            rejected.append(f"{sels[0]!r}: clicking it showed no text box")
+        return None
+
+    async def frame_chain(self, frame: Frame) -> list[str] | None:
+        """The steps from the page down to `frame`, each a stable selector of the iframe element."""
+        if frame is self.page.main_frame:
+            return None
+        steps: list[str] = []
+        node: Frame | None = frame
+        while node is not None and node.parent_frame is not None:
+            steps.insert(0, await self.iframe_step(node))
+            node = node.parent_frame
+        return steps
+
+    async def iframe_step(self, frame: Frame) -> str:
+        parent = frame.parent_frame
+        assert parent is not None
+        element = await frame.frame_element()
+        index = await parent.evaluate(DISCOVER_JS, {"op": "ref", "arg": element})
+        own = [s for s in await _call(parent, "selector", index) if s != "iframe"]
+        if own:
+            return own[0]
+        parts = urlsplit(frame.url)
+        if parts.netloc:  # the frame's address without its query (which may hold a site token)
+            by_src = f'iframe[src*="{parts.netloc}{parts.path}"]'
+            if await parent.locator(by_src).count() == 1:
+                return by_src
+        if await parent.locator("iframe").count() == 1:
+            return "iframe"
+        return f"url={parts.scheme}://{parts.netloc}{parts.path}*"
+
+    # -- 3, 4: send, the exchange, the bubbles -----------------------------------------------------
+
+    async def send_control(self, frame: Frame, input_id: int, input_sel: str, text: str) -> str | None:
+        before = {c["id"]: c for c in await _call(frame, "controls", input_id)}
+        await frame.locator(input_sel).first.fill(text, timeout=PAGE_GRACE_S * 1000)
+        best, best_score, weighed = None, 2.5, []
+        for c in await _call(frame, "controls", input_id):
+            if c["disabled"] or _NOT_SEND.search(c["name"]) or c["href"] not in (None, ""):
+                continue
+            score = (3 if c["sameForm"] else 0) + (3 if c["type"] == "submit" else 0) + (4 if _SEND_NAME.search(c["name"]) else 0)
+            if c["near"] is not None and c["near"] < 300:
+                score += 2 * (1 - c["near"] / 300)
+            was = before.get(c["id"])
+            if was is not None and was["disabled"]:
+                score += 3  # it became enabled once there was text
+            weighed.append(f"{c['name'][:30]!r} scored {score:.1f}")
+            if score > best_score:
+                best, best_score = c, score
+        if best is None:
+            self.note("send", None, "no button by the input is named for sending or submits its form: Enter sends", weighed)
+            return None
+        sels = await _call(frame, "selector", best["id"])
+        if not sels:
+            self.note("send", None, f"the best button {best['name']!r} has no stable selector: Enter sends", weighed)
+            return None
+        self.note("send", sels[0], f"named {best['name']!r}, score {best_score:.1f}")
+        return sels[0]
+
+    async def exchange(self, frame: Frame, input_sel: str, send: str | None, text: str) -> dict[str, Any]:
+        """Send the one marked message (typed already) and wait for the reply to settle; the page's state."""
+        await _call(frame, "arm", self.tag)
+        if send:
+            await frame.locator(send).first.click(timeout=PAGE_GRACE_S * 1000)
+        else:
+            await frame.locator(input_sel).first.press("Enter", timeout=PAGE_GRACE_S * 1000)
+        shown_by = time.monotonic() + 10
+        state: dict[str, Any] = {}
+        while not state.get("ours"):
+            state = await _call(frame, "state")
+            if state.get("ours"):
+                break
+            if time.monotonic() > min(shown_by, self.deadline):
+                raise _Out(f"our message did not show in the chat after pressing {send or 'Enter'!r}")
+            await asyncio.sleep(POLL_S)
+        last, since, started = None, time.monotonic(), time.monotonic()
+        next_beat = started + 15
+        while True:
+            state = await _call(frame, "state")
+            now = time.monotonic()
+            if state.get("reply") != last:
+                last, since = state.get("reply"), now
+            quiet = now - since
+            if last and (quiet >= QUIET_UNSURE_S or (quiet >= QUIET_S and not state.get("stopShown"))):
+                return state
+            if now >= next_beat:
+                self.say(f"waiting for the reply: {now - started:.0f} s")
+                next_beat += 15
+            if now > self.deadline:
+                raise _Out("no reply to our message came (or it never settled) within discovery's time")
+            await asyncio.sleep(POLL_S)
+
+    async def bubbles(self, frame: Frame) -> int:
+        found = await _call(frame, "bubbles", limit_s=PAGE_GRACE_S * 3)
+        if "error" in found:
+            raise _Out(f"could not tell the bubbles apart: {found['error']}")
+        for part, key in (("assistant_message", "assistant"), ("user_message", "user")):
+            side = found[key]
+            rejected = [f"{sel!r}: {why}" for sel, why in side["rejected"]]
+            if not side["ok"]:
+                raise _Out(f"no selector matches the {'reply' if key == 'assistant' else 'our message'}'s bubble and "
+                           f"not the other's: {'; '.join(rejected[:6])}")
+            self.result.selectors[part] = side["ok"][0]
+            self.note(part, side["ok"][0], f"{found['rows']} reply row(s)" if key == "assistant" else "holds our message",
+                      rejected)
+        markers = await _call(frame, "markers", found["list"], limit_s=PAGE_GRACE_S * 3)
+        if markers["found"]:
+            busy = markers["found"][0]
+            self.result.selectors["busy"] = busy["sel"]
+            self.note("busy", busy["sel"], f"shown only while the agent worked ({busy['name'][:40]!r})",
+                      [f"{s!r}: {why}" for s, why in markers["rejected"]])
+        else:
+            self.note("busy", None, "nothing showed only while the agent worked: replies end on a quiet window",
+                      [f"{s!r}: {why}" for s, why in markers["rejected"]])
+        return found["list"]
+
+    # -- 5: history and New chat -------------------------------------------------------------------
+
+    def driver(self) -> PlaywrightDriver:
+        """The run's own driver on the discovered profile so far (a stand-in for the bubbles not yet found)."""
+        selectors = {"assistant_message": "[data-mmb-not-yet]", **self.result.selectors}
+        profile = profile_from_dict({"name": "generic", "url": self.url, "selectors": selectors, "ready_timeout_s": 15,
+                                     **({"frame": self.result.frame} if self.result.frame else {})})
+        return PlaywrightDriver(profile, self.page.context, artifacts=Path("."), screenshot_on_failure=False)
+
+    async def reopened(self) -> Frame:
+        """The chat's frame once its input shows again, as the driver waits for it (launcher included)."""
+        driver = self.driver()
+        await driver.adopt(self.page)
+        try:
+            return await driver.wait_ready()
+        except DriverError as e:
+            raise _Out(f"the chat did not show again after reopening the page: {e}") from None
+
+    async def ours_shown(self, frame: Frame) -> int:
+        return await _call(frame, "count", self.result.selectors["user_message"])
+
+    async def empties(self, frame: Frame, within_s: float) -> bool:
+        """Our message gone from the chat, and still gone a moment later."""
+        until = time.monotonic() + within_s
+        while time.monotonic() < until:
+            with contextlib.suppress(PlaywrightError, DriverError):
+                if await self.ours_shown(frame) == 0:
+                    await asyncio.sleep(0.3)
+                    if await self.ours_shown(frame) == 0:
+                        return True
+            await asyncio.sleep(POLL_S)
+        return False
+
+    async def history_kept(self) -> tuple[Frame, bool]:
+        """Whether a reload shows the chat again: a restart can then look for the message it sent."""
+        await self.page.reload(wait_until="domcontentloaded")
+        frame = await self.reopened()
+        until = time.monotonic() + 3
+        while time.monotonic() < until:
+            with contextlib.suppress(PlaywrightError, DriverError):
+                if await self.ours_shown(frame):
+                    self.note("history", None, "a reload shows our message again (keeps_history)")
+                    return frame, True
+            await asyncio.sleep(POLL_S)
+        self.result.options["keeps_history"] = False
+        self.note("history", None, "a reload shows an empty chat: keeps_history false")
+        return frame, False
+
+    async def new_chat_candidates(self, frame: Frame) -> list[tuple[Frame, dict[str, Any]]]:
+        """Controls named for a new chat, in the chat's frame first, then in the page."""
+        out = []
+        for scope in dict.fromkeys([frame, self.page.main_frame]):
+            with contextlib.suppress(PlaywrightError, DriverError):
+                out += [(scope, c) for c in await _call(scope, "controls") if _NEW_CHAT.search(c["name"])]
+        return out
+
+    async def new_chat(self, frame: Frame, kept: bool) -> None:
+        """A control that empties the chat (tried only while the chat still shows our message); else a
+        reload where it empties the chat, else forgetting the origin's storage."""
+        candidates = await self.new_chat_candidates(frame)
+        weighed: list[str] = []
+        if not kept:  # the reload emptied the chat already: the probe's own New chat will check a control
+            for scope, c in candidates:
+                sels = await _call(scope, "selector", c["id"])
+                if sels:
+                    self.result.selectors["new_chat"] = sels[0]
+                    self.note("new chat", sels[0], f"named {c['name']!r} (checked by the probe: a reload already emptied the chat)")
+                    return
+            self.result.options["new_session"] = "reload"
+            self.note("new chat", None, "no control named for it; a reload empties the chat: new_session reload")
+            return
+        for scope, c in candidates[:5]:
+            sels = await _call(scope, "selector", c["id"])
+            if not sels:
+                weighed.append(f"{c['name']!r}: no stable selector")
+                continue
+            before = {d["id"] for d in await _call(scope, "controls")}
+            try:
+                await scope.locator(sels[0]).first.click(timeout=PAGE_GRACE_S * 1000)
+            except PlaywrightError as e:
+                weighed.append(f"{sels[0]!r}: {str(e).splitlines()[0]}")
+                continue
+            confirm = await self.confirm(scope, before)
+            chat = await self.reopened()
+            if await self.empties(chat, 5):
+                self.result.selectors["new_chat"] = sels[0]
+                if confirm:
+                    self.result.selectors["new_chat_confirm"] = confirm
+                self.note("new chat", sels[0], f"named {c['name']!r}: clicking it emptied the chat" +
+                          (f", after confirming with {confirm!r}" if confirm else ""), weighed)
+                return
+            weighed.append(f"{sels[0]!r}: the chat still shows our message after clicking it")
+        self.note("new chat", None, "no control named for a new chat empties it: trying the browser's storage", weighed)
+        await self.forget_storage()
+
+    async def confirm(self, scope: Frame, before: set[int]) -> str | None:
+        """A confirmation the click opened (a dialog's Yes / New chat / OK), pressed; its selector."""
+        until = time.monotonic() + 1.5
+        while time.monotonic() < until:
+            with contextlib.suppress(PlaywrightError, DriverError):
+                for c in await _call(scope, "controls"):
+                    if c["id"] not in before and _CONFIRM.search(c["name"]):
+                        sels = await _call(scope, "selector", c["id"])
+                        if sels:
+                            await scope.locator(sels[0]).first.click(timeout=PAGE_GRACE_S * 1000)
+                            return sels[0]
+            await asyncio.sleep(POLL_S)
+        return None
+
+    async def forget_storage(self) -> None:
+        """As the driver's `storage` new session does (the same code), checked the same way."""
+        driver = self.driver()
+        await driver.adopt(self.page)
+        try:
+            await driver.forget_storage()
+        except PlaywrightError as e:
+            raise _Out(f"no way to start a new chat: forgetting the storage failed ({str(e).splitlines()[0]})") from None
+        self.page = driver.page or self.page
+        if await self.empties(await self.reopened(), 5):
+            self.result.options["new_session"] = "storage"
+            self.note("new chat", None, "forgetting the chat origin's storage empties it: new_session storage")
+            return
+        raise _Out("no way to start a new chat: no control named for it empties the chat, and neither does "
+                   "forgetting the browser's storage")
+
+    # -- the whole ---------------------------------------------------------------------------------
+
+    async def run(self, *, send: bool) -> Discovery:
+        started = time.monotonic()
+        await self.page.add_init_script(SHADOW_HOOK_JS)
+        try:
+            await self.page.goto(self.url, wait_until="domcontentloaded")
+            composer = await self.find_composer()
+            frame = composer.frame
+            self.result.frame = await self.frame_chain(frame)
+            if self.result.frame:
+                self.note("frame", " > ".join(self.result.frame), f"the text box is in the frame at {self.shown(frame.url)}")
+            if composer.launcher:
+                self.result.selectors["launcher"] = composer.launcher
+            input_sels = await _call(frame, "selector", composer.input_id)
+            if not input_sels:
+                raise _Out("the text box has no stable selector (no label, name, test id or class)")
+            self.result.selectors["input"] = input_sels[0]
+            self.note("input", input_sels[0], f"score {composer.score:.1f}")
+            if not send:
+                await self.guess_without_sending(frame, composer.input_id)
+                return self.result
+            text = probe_message(f"Hello! Please answer with a short greeting. ({self.tag})")
+            send_sel = await self.send_control(frame, composer.input_id, input_sels[0], text)
+            if send_sel:
+                self.result.selectors["send"] = send_sel
+            await self.exchange(frame, input_sels[0], send_sel, text)
+            await self.bubbles(frame)
+            frame, kept = await self.history_kept()
+            await self.new_chat(frame, kept)
+        except _Out as e:
+            self.result.problems.append(str(e))
+            self.say(f"stopped: {e}")
+        except (PlaywrightError, TimeoutError) as e:
+            self.result.problems.append(f"the page failed us: {str(e).splitlines()[0]}")
+        finally:
+            self.result.seconds = time.monotonic() - started
+        return self.result
+
+    async def guess_without_sending(self, frame: Frame, input_id: int) -> None:
+        """Typing nothing: the send control and New chat by their names, the bubbles by names of a side
+        on bubbles already shown (a welcome); what is missing is said."""
+        for c in await _call(frame, "controls", input_id):
+            if not c["disabled"] and _SEND_NAME.search(c["name"]) and not _NOT_SEND.search(c["name"]):
+                sels = await _call(frame, "selector", c["id"])
+                if sels:
+                    self.result.selectors["send"] = sels[0]
+                    self.note("send", sels[0], f"named {c['name']!r} (not tried: --no-send)")
+                    break
+        for scope, c in await self.new_chat_candidates(frame):
+            sels = await _call(scope, "selector", c["id"])
+            if sels:
+                self.result.selectors["new_chat"] = sels[0]
+                self.note("new chat", sels[0], f"named {c['name']!r} (checked by the probe)")
+                break
+        guessed = await _call(frame, "guess")
+        for side, part in (("assistant", "assistant_message"), ("user", "user_message")):
+            if side in guessed:
+                self.result.selectors[part] = guessed[side]
+                self.note(part, guessed[side], "a guess from a bubble already shown whose name says whose it is")
+        if "assistant_message" not in self.result.selectors:
+            self.result.problems.append("--no-send: no bubble on the page says whose it is, so the agent's bubbles "
+                                        "cannot be told without a message: run without --no-send")
+
+
+async def discover(context: BrowserContext, url: str, *, new_context: NewContext, out_dir: Path, say: Say,
+                   send: bool = True, budget_s: float = BUDGET_S) -> Discovery:
+    """Find the chat on `url` in a page of `context`, then verify the profile on a fresh context."""
+    started = time.monotonic()
+    hidden = ChatUrl(url)
+    page = await context.new_page()
+    finder = Discoverer(page, hidden.opened, say=say, budget_s=budget_s, shown=hidden.hide)
+    found = await finder.run(send=send)
+    found.url = url
+    with contextlib.suppress(PlaywrightError):
+        frames = list_frames(finder.page)
+        if len(frames) > 1:
+            say("frames: " + "; ".join(hidden.hide(f.describe()) for f in frames))
+        await context.close()
+    if found.problems and send:
+        return found
+    if "input" not in found.selectors or "assistant_message" not in found.selectors:
+        return found
+    say("verifying the profile the run's way (mmb probe) on a fresh browser context")
+    verify_context = await new_context()
+    driver = PlaywrightDriver(found.profile(), verify_context, artifacts=out_dir)
+    try:
+        found.verification = await probe(driver, out_dir=out_dir, send=DEFAULT_TEXT if send else None,
+                                         budget_s=max(budget_s - (time.monotonic() - started), VERIFY_S * 0.6))
+    finally:
+        await driver.close(failed=not (found.verification and found.verification.ok))
+    found.seconds = time.monotonic() - started
+    return found
