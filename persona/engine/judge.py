@@ -22,6 +22,7 @@ from persona.benchmark.grading import counts_half, final_score, grade, items_fou
 from persona.benchmark.phases import Check
 from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.intake import REPLACED_IDS, repair_call, strip_reasoning
+from persona.engine.llm import OpenAIPersona
 from persona.engine.model import ModelTurn
 from persona.engine.scenario import prompt_file
 from persona.errors import RunError
@@ -224,8 +225,6 @@ class ModelJudge:
         self.label = cfg.label
         self.system = rubric()
         self.counter = counter or TokenCounter()
-        from persona.engine.llm import OpenAIPersona  # llm -> tools -> judge: imported when a model judges
-
         self.client = OpenAIPersona(PersonaConfig(
             kind="openai", base_url=cfg.base_url, model=cfg.model or "", api_key_env=cfg.api_key_env or "OPENAI_API_KEY",
             temperature=cfg.temperature, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.model import ModelTurn
-from persona.engine.tools import plain_specs
+from persona.engine.toolspecs import plain_specs
 from persona.errors import RunError
 from persona.secrets import redact, register_secret
 from persona.state import ToolCall
