@@ -54,7 +54,9 @@ def test_a_model_or_endpoint_that_cannot_play_is_refused_in_seconds(tmp_path, re
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=persona)
     assert outcome.status == "failed" and "persona preflight failed, nothing was sent to the agent" in state.error
     assert failed in state.error
-    assert len(server.requests) <= 3 and state.usage.calls == 0 and state.turn == 0
+    assert len(server.requests) <= 3 and state.turn == 0
+    assert state.usage.calls + state.usage.failed == len(server.requests), "the preflight's calls count, failed ones too"
+    assert state.provenance and state.provenance[0].persona_model == "m", "recorded from the first save"
     assert not RunStore(tmp_path / "results" / "r").transcript()
 
 
