@@ -18,7 +18,7 @@ from persona.engine.model import ModelTurn
 from persona.errors import RunError
 from tests.conftest import DEMO_BENCH
 from tests.support.play import play, scores
-from tests.support.quirk_server import QuirkServer, Responder, scripted_responder
+from tests.support.quirk_server import QuirkServer, injecting, scripted_responder
 
 HELLO = [{"role": "user", "content": "hi"}]
 SAY = {"content": "Hello there"}
@@ -118,23 +118,6 @@ BAD_TURNS: list[dict[str, Any]] = [
     {"content": "<think>only thoughts, nothing to say</think>"},
     {"tool_calls": [{"id": "bad_noname", "name": "", "arguments": "{}"}]},
 ]
-
-
-def injecting(responder: Responder, every: int, bad: list[dict[str, Any]]) -> Responder:
-    """Every `every`-th request gets the next bad turn; the good responder never sees the bad turns."""
-    queue, count = list(bad), [0]
-
-    def ours(m: dict[str, Any]) -> bool:
-        ids = [c["id"] for c in m.get("tool_calls") or []] + [m.get("tool_call_id") or ""]
-        return any(i.startswith("bad_") for i in ids) or m.get("content") == EMPTY_TURN_NUDGE
-
-    def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        count[0] += 1
-        if queue and count[0] % every == 0:
-            return queue.pop(0)
-        return responder([m for m in messages if not ours(m)], tools)
-
-    return respond
 
 
 def openai_persona(server: QuirkServer, **more: Any) -> dict[str, Any]:

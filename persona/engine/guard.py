@@ -9,8 +9,9 @@ works on classes of text, not on one model's output:
   tags with a snake_case name used as tokens (`<start_of_turn>`, `<end_of_turn>`), sentencepiece
   markers (`<s>`, `</s>`, `<bos>`, `<eos>`, `<pad>`, `<unk>`), `<<SYS>>`, bracketed upper-case tokens
   (`[INST]`, `[/INST]`, `[TOOL_RESULTS]`, ...), and one cut off at the end. A token ends the model's
-  turn: what follows the first one after some text is another turn the model wrote for someone
-  else, and goes; a role name right after a token (`user`, `assistant`, `model` ...) goes with it;
+  turn: what follows the first one after some text is another turn the model wrote, and goes, as
+  does a turn it opened for another role (`<|im_start|>user ...`); a role name right after a token
+  (`user`, `assistant`, `model` ...) goes with it;
 - **the tool's own markup**: tags with a snake_case name (`<agent_reply>`, `<tool_response>` ...):
   a block between such a pair is a quote of what the model was shown and goes whole, a lone tag goes;
 - **the persona's own prompt repeated**: a line that is a whole line of its prompt (the system prompt,
@@ -40,8 +41,10 @@ PROMPT_ECHO = "lines repeating the persona's own prompt (headings, fact lines, i
 REPEATED = "lines repeated in a loop taken out of a message"
 REFUSED = "messages not typed: mostly the tool's own text or markup (the model was told)"
 
-ROLE_WORDS = ("system", "user", "assistant", "model", "human", "ai", "tool", "ipython", "developer", "bot")
-_ROLE_AFTER_TOKEN = re.compile(rf"\A[ \t]*(?:{'|'.join(ROLE_WORDS)})\b[ \t]*:?[ \t]*\n?", re.IGNORECASE)
+OWN_ROLES = ("assistant", "model", "ai", "bot")  # the persona's own side of the chat template
+OTHER_ROLES = ("system", "user", "human", "tool", "ipython", "developer")  # a turn the model wrote for someone else
+_ROLE_AFTER_TOKEN = re.compile(rf"\A[ \t]*(?P<role>{'|'.join(OWN_ROLES + OTHER_ROLES)})\b[ \t]*:?[ \t]*\n?",
+                               re.IGNORECASE)
 _TOKEN = re.compile(
     r"<\|[^<>|\n]{1,40}\|>"                # <|im_end|>, <|eot_id|>, <|start_header_id|>
     r"|<｜[^<>｜\n]{1,40}｜>"                # DeepSeek's full-width bars
@@ -163,12 +166,15 @@ def _template_tokens(text: str, out: Guarded) -> tuple[str, str]:
     out._took(TEMPLATE_TOKENS, tokens)
     kept, dropped, words = "", 0, []
     for i, piece in enumerate(pieces):
-        if i > 0:
-            piece = _ROLE_AFTER_TOKEN.sub("", piece, count=1)
+        role = None
+        if i > 0 and (named := _ROLE_AFTER_TOKEN.match(piece)):
+            role, piece = named.group("role").lower(), piece[named.end():]
         words.append(piece.strip())
-        if not kept.strip():
+        if not piece.strip():
+            continue
+        if not kept.strip() and role not in OTHER_ROLES:
             kept = piece
-        elif piece.strip():
+        else:
             dropped += 1
     out._took(OTHER_TURN, dropped)
     return kept, "\n".join(w for w in words if w)

@@ -42,8 +42,11 @@ CUT_OFF_PROBLEM = ("your reply was cut off at max_tokens while this call was bei
                    "length), so it was not run: call it again, with shorter arguments")
 
 
+TEXT_CALLS = "tool calls written as text ("
+
+
 def text_calls_quirk(form: str) -> str:
-    return f"tool calls written as text ({form}), run as calls"
+    return f"{TEXT_CALLS}{form}), run as calls"
 
 
 def strip_reasoning(text: str | None) -> str:

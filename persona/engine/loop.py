@@ -26,6 +26,7 @@ from persona.engine.compaction import CompactionError, Limits, plan_cut
 from persona.engine.guard import REFUSAL_START, Guarded, PromptEcho, guard_message, refusal_note
 from persona.engine.intake import read_turn, repair_history, take_calls
 from persona.engine.judge import Judge
+from persona.engine.llm import ModelCallFailed
 from persona.engine.model import ModelTurn, PersonaModel
 from persona.engine.replies import wrap_reply
 from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
@@ -148,7 +149,11 @@ class PersonaLoop:
     async def _step(self) -> None:
         self._maybe_compact()
         counted = self._context_tokens()
-        turn = await self.model.complete(self._request(), TOOL_SPECS)
+        try:
+            turn = await self.model.complete(self._request(), TOOL_SPECS)
+        except ModelCallFailed as e:  # the run stops; the call and the client's retries still count
+            self.state.usage.record_failed(e.retries)
+            raise
         crash_point("model.answered")
         self.state.steps += 1
         self.state.calls_since_progress += 1

@@ -22,7 +22,7 @@ from persona.benchmark.phases import Category
 from persona.benchmark.phases import Check as BenchCheck
 from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.guard import OTHER_TURN, PROMPT_ECHO, TEMPLATE_TOKENS, TOOL_MARKUP, PromptEcho, guard_message
-from persona.engine.intake import ReadTurn, read_turn, strip_reasoning, text_calls_quirk
+from persona.engine.intake import TEXT_CALLS, ReadTurn, read_turn, strip_reasoning
 from persona.engine.judge import JudgeFailed, ModelJudge
 from persona.engine.llm import ModelCallFailed, OpenAIPersona
 from persona.engine.model import ModelTurn
@@ -190,7 +190,7 @@ async def _run_checks(model: OpenAIPersona, report: Preflight) -> None:
     read = read_turn(called, TOOL_NAMES)
     call = next((c for c in read.calls if c.name == "facts_read"), None)
     problem = _call_problem(call, read)
-    as_text = [q for q in read.quirks if q.startswith(text_calls_quirk(""))]
+    as_text = [q for q in read.quirks if q.startswith(TEXT_CALLS)]
     report.checks.append(Check("calls a tool", problem is None, problem or (
         "written as text, read and run as a call (counted in a run's report)" if as_text else "")))
     if problem:
