@@ -33,6 +33,7 @@ from persona.engine.scenario import Scenario, compaction_note, opening_message, 
 from persona.engine.tools import ERROR_PREFIX, TOOL_NAMES, TOOL_SPECS, ToolBox, is_error
 from persona.errors import BudgetError, RunError, StalledError
 from persona.report.cost import PriceTable
+from persona.secrets import redact
 from persona.state import PersonaCompaction, PersonaMessage, RunState, RunStore
 from persona.tokens import MESSAGE_OVERHEAD, TokenCounter
 
@@ -167,6 +168,9 @@ class PersonaLoop:
         text = guarded.text
         calls = take_calls(self.state, read.calls, self.state.steps)
         note = refusal_note(guarded) if guarded.refused else None
+        if note is not None:  # what was not typed stays findable: the run log keeps its start
+            self.state.log.append(redact(f"turn {self.state.turn}: a message not typed ({guarded.refused}): "
+                                         f"{read.text[:160]!r}")[:500])
         if not text and not calls:
             self.state.failed_turns += 1
             self._append(PersonaMessage(role="user", content=note or EMPTY_TURN_NUDGE))
