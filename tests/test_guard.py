@@ -108,3 +108,17 @@ def test_a_line_in_a_loop_is_kept_once(prompt):
 def test_only_tokens_is_an_empty_turn_not_a_refusal(prompt):
     guarded = guard_message("<|eot_id|>", prompt)
     assert guarded.text == "" and guarded.refused is None and guarded.taken == {TEMPLATE_TOKENS: 1}
+
+
+def test_wrapped_prose_is_matched_by_paragraph_and_by_its_long_lines():
+    """A phase brief wraps its prose anywhere: its short last line may be a fact's very words (marathon-en's
+    dry run met 'today is Saturday, 14 June 2025.'), which the persona tells; a long line, or the whole
+    paragraph, copied, is an echo."""
+    brief = ("## Current phase (1 of 31): Morning\n\nYou wake up early and make coffee; remember that\n"
+             "today is Saturday, 14 June 2025.\n")
+    prompt = PromptEcho(SYSTEM, [brief])
+    assert guard_message("Today is Saturday, 14 June 2025.", prompt).text == "Today is Saturday, 14 June 2025."
+    assert guard_message("You wake up early and make coffee; remember that today is Saturday, 14 June 2025.",
+                         prompt).refused, "the whole paragraph, on one line"
+    own = "Oh, hi! I just woke up and I'm making coffee, how are you this fine morning?"
+    assert guard_message(f"You wake up early and make coffee; remember that\n{own}", prompt).text == own

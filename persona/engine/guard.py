@@ -14,9 +14,10 @@ works on classes of text, not on one model's output:
   (`user`, `assistant`, `model` ...) goes with it;
 - **the tool's own markup**: tags with a snake_case name (`<agent_reply>`, `<tool_response>` ...):
   a block between such a pair is a quote of what the model was shown and goes whole, a lone tag goes;
-- **the persona's own prompt repeated**: a line that is a whole line of its prompt (the system prompt,
-  the messages and tool results it was given, never the agent's replies), a heading of it even with
-  other numbers, or a line mostly made of 12-word runs of its system prompt. The benchmark's words
+- **the persona's own prompt repeated**: a line that is a whole line or paragraph of its prompt (the
+  system prompt, the messages and tool results it was given, never the agent's replies; a line of
+  wrapped prose when it is long), a heading of it even with other numbers, or a line mostly made of
+  12-word runs of its system prompt. The benchmark's words
   inside those messages are the persona's material: a fact told word for word, a check asked as
   written, a correction in the words of its `✏️` line are fine, since none of them is a whole line
   there (fact files list `2.1 I'm ...` with the id, which is the file, not the person);
@@ -58,6 +59,8 @@ _TAG_NAME = r"[A-Za-z][\w-]*_[\w-]*"  # snake_case: agent_reply, tool_response, 
 _BLOCK = re.compile(rf"<({_TAG_NAME})(?:\s[^<>]*)?>.*?<\\?/\1>", re.DOTALL)
 _TAG = re.compile(rf"<\\?/?{_TAG_NAME}(?:\s[^<>]*)?/?>")
 _MATERIAL_LINE = re.compile(r"^\s*(?:\d+\.\d+\.?\s|❓|✏️|➕)")  # a fact, a check, an edit: the persona's to tell
+_STRUCTURE_LINE = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?\s|[-*>•]\s|❓|✏️|➕|\|)")  # a line of its own, never wrapped
+LONG_LINE = 8  # words: a line of wrapped prose this long is matched on its own
 _WORD = re.compile(r"\w+")
 SPAN = 12  # words in a row that make a run of the prompt
 REPEATS = 3  # a line this many times in one message is a loop
@@ -93,14 +96,25 @@ class PromptEcho:
             self.add(text)
 
     def add(self, text: str | None) -> None:
+        """Its headings, its lines of structure (fact lines, checks, list items), its paragraphs whole, and
+        the lines of a paragraph long enough to be no one's own words by chance: prose is wrapped
+        anywhere, and a short end of a wrapped line may be a fact's very words."""
         if not text or is_agent_reply(text):  # the agent's words are data, not the prompt
             return
-        for line in text.splitlines():
+        paragraph: list[str] = []
+        for line in [*text.splitlines(), ""]:
             words = _words(line)
             if heading := _heading(line):
                 self.headings.add(heading)
-            if len(words) >= 3:
+            structure = bool(heading) or bool(_STRUCTURE_LINE.match(line))
+            if len(words) >= (3 if structure else LONG_LINE):
                 self.lines.add(" ".join(words))
+            if words and not structure:
+                paragraph += words
+                continue
+            if len(paragraph) >= 3:
+                self.lines.add(" ".join(paragraph))
+            paragraph = []
 
     def echoes(self, line: str) -> bool:
         words = _words(line)
