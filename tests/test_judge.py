@@ -260,7 +260,7 @@ def test_a_run_is_graded_by_the_judge_with_the_personas_grade_beside(tmp_path, w
         # (and its answer) belongs to the next check's window, not to this one.
         assert [t.sent for t in e.agent_turns] == [e.question] and e.turn == e.agent_turns[-1].turn
     judge_calls = [r for r in server.requests[4:] if r["tools"][0]["function"]["name"] == "grade"]
-    assert len(judge_calls) == 3 == state.judge_usage.calls and state.judge_notes == []
+    assert len(judge_calls) == 3 == state.judge_usage.calls - 1 and state.judge_notes == [], "and its preflight call"
     questions = [c["question"] for c in SHORT_CHECKS]
     for call in judge_calls:  # each judge call read one question and its answer, however the turns were packed
         asked = [t["user"] for t in json.loads(call["messages"][1]["content"])["conversation"]]

@@ -252,6 +252,8 @@ class ModelJudge:
                 raise JudgeFailed(f"the judge ({self.label}) failed: {e}", judged) from None
             except RunError as e:
                 raise JudgeFailed(f"the judge ({self.label}) failed: {e}", judged) from None
+            except Exception as e:  # a bug of ours on a strange response: the judge's failure, never the persona's
+                raise JudgeFailed(f"the judge ({self.label}) failed: {type(e).__name__}: {e}", judged) from e
             try:
                 self._account(judged, messages, turn)
                 read = read_turn(turn, [GRADE_TOOL["function"]["name"]])

@@ -2,9 +2,10 @@
 
 Built from the state.json files alone (catalog.py), so it covers runs of older configs too. Within a
 benchmark, runs rank by mean score over their graded checks; ties go to the run that graded more
-checks; a run with no graded check (failed or stalled before one) is listed without a rank. The coverage column tells a run that stopped early (a high mean over two checks) from a full
-one. Dry runs (the oracle agent, which knows every answer) measure the benchmark, not an agent: they
-get a table of their own, never a rank. With no run at all, no leaderboard is written.
+checks; a run with no graded check (failed or stalled before one) is listed without a rank. The
+coverage column tells a run that stopped early (a high mean over two checks) from a full one. Dry
+runs (the oracle agent, which knows every answer) measure the benchmark, not an agent: they get a
+table of their own, never a rank. With no run at all, no leaderboard is written.
 """
 
 from __future__ import annotations
