@@ -74,7 +74,7 @@ def test_template_tokens_never_reach_the_agent_and_the_run_ends_the_same(tmp_pat
     sent = typed(tmp_path)
     assert sent and not [s for s in sent if NEVER_TYPED.search(s)]
     assert state.quirks[TEMPLATE_TOKENS] >= len(sent) and REFUSED not in state.quirks
-    assert "chat-template tokens (<|im_end|>" in (tmp_path / "results" / "report.md").read_text()
+    assert "chat-template tokens (`<|im_end|>`" in (tmp_path / "results" / "report.md").read_text()
     bounds = {(r["tools"][0]["function"]["name"], r.get("max_tokens")) for r in server.requests}
     assert bounds == {("next_phase", 300), ("grade", 200)}, "every request bounded, the judge by its own max_tokens"
 
@@ -94,7 +94,7 @@ def test_text_the_guard_refuses_is_never_typed_the_model_is_told_and_the_run_end
     assert state.quirks[REFUSED] == 3 and state.quirks[TOOL_MARKUP] == 1 and state.quirks[PROMPT_ECHO] >= 2
     notes = {m["content"] for r in server.requests for m in r["messages"] if m["role"] == "user"
              and m["content"].startswith("(Your last message was not sent to the agent")}
-    assert len(notes) == 3 and any("the tool's own markup, such as <agent_reply> blocks" in n for n in notes)
+    assert len(notes) == 3 and any("the tool's own markup, such as the agent_reply tags" in n for n in notes)
 
 
 def echo(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:

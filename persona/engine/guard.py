@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 
 from persona.engine.replies import is_agent_reply
 
-TEMPLATE_TOKENS = "chat-template tokens (<|im_end|>, <start_of_turn>, [INST] ...) taken out of a message"
+TEMPLATE_TOKENS = "chat-template tokens (`<|im_end|>`, `<start_of_turn>`, `[INST]` …) taken out of a message"
 OTHER_TURN = "text after an end-of-turn token (the model writing the next turn) taken out of a message"
-TOOL_MARKUP = "the tool's own markup (<agent_reply> blocks, tool tags) taken out of a message"
+TOOL_MARKUP = "the tool's own markup (`<agent_reply>` blocks, tool tags) taken out of a message"
 PROMPT_ECHO = "lines repeating the persona's own prompt (headings, fact lines, instructions) taken out"
 REPEATED = "lines repeated in a loop taken out of a message"
 REFUSED = "messages not typed: mostly the tool's own text or markup (the model was told)"
@@ -226,9 +226,10 @@ def _echo_and_loops(text: str, prompt: PromptEcho, out: Guarded) -> str:
 
 
 def _reason(kind: str) -> str:
-    return {TEMPLATE_TOKENS: "chat-template tokens such as <|im_end|> or [INST]",
-            OTHER_TURN: "a next turn written after an end-of-turn token",
-            TOOL_MARKUP: "the tool's own markup, such as <agent_reply> blocks",
+    """Why, for the model: in words, never the tokens themselves (a server may read them as real ones)."""
+    return {TEMPLATE_TOKENS: "chat-template tokens, the markers that start or end a turn",
+            OTHER_TURN: "a next turn written after an end-of-turn marker",
+            TOOL_MARKUP: "the tool's own markup, such as the agent_reply tags around the agent's words",
             PROMPT_ECHO: "lines copied from your own instructions, profile or tool results",
             REPEATED: "the same line over and over"}.get(kind, kind)
 

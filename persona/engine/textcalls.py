@@ -28,7 +28,7 @@ from typing import Any
 
 from persona.state import ToolCall
 
-HERMES, MISTRAL, LLAMA, BARE = "<tool_call> blocks", "[TOOL_CALLS]", "<|python_tag|> / <function=…>", "bare JSON"
+HERMES, MISTRAL, LLAMA, BARE = "`<tool_call>` blocks", "`[TOOL_CALLS]`", "`<|python_tag|>` / `<function=…>`", "bare JSON"
 
 _HERMES_BLOCK = re.compile(r"<(tool_call|function_call)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _HERMES_HEADLESS = re.compile(r"\A(.*?)</(tool_call|function_call)>", re.DOTALL | re.IGNORECASE)  # opening tag missing
