@@ -105,7 +105,8 @@ def persona_on(server: QuirkServer, **more: Any) -> dict[str, Any]:
 MARKUP = ("<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|", '"name"', "[ARGS]")
 
 
-@pytest.mark.parametrize("form, quirk", [("hermes", HERMES), ("mistral", MISTRAL), ("llama", LLAMA), ("bare", BARE)])
+@pytest.mark.parametrize("form, quirk", [("hermes", HERMES), ("mistral", MISTRAL), ("llama", LLAMA), ("bare", BARE)],
+                         ids=["hermes", "mistral", "llama", "bare"])
 def test_a_server_without_a_tool_parser_plays_the_demo_as_one_with(tmp_path, reference, form, quirk):
     with QuirkServer(scripted_responder(), profile="llamacpp", calls_as_text=form) as server:
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=persona_on(server))
