@@ -33,6 +33,9 @@ class PersonaConfig(Strict):
     timeout_s: float = Field(120.0, gt=0, description="Seconds one request may take (the openai client's timeout)")
     max_retries: int = Field(6, ge=0, description="Retries of a request on 408/409/429/5xx, timeouts and junk bodies, "
                              "by the openai client with its own backoff (Retry-After honoured up to 120 s)")
+    max_tokens: int = Field(4096, ge=16, description="Tokens one answer may take, sent with every request (reasoning "
+                            "included); an answer cut off there (`finish_reason: length`) is counted, and a tool "
+                            "call cut off is not run")
     max_steps: int = Field(20000, ge=1, description="Persona model calls per run before it is stopped as runaway")
     max_failed_turns: int = Field(8, ge=1, description="Turns in a row that do nothing (empty, or only failing "
                                   "tool calls) before the run stops")
@@ -70,6 +73,8 @@ class JudgeConfig(Strict):
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of the judge's calls")
     timeout_s: float = Field(120.0, gt=0, description="Seconds one judge request may take")
     max_retries: int = Field(6, ge=0, description="Retries of a judge request on 408/409/429/5xx and timeouts")
+    max_tokens: int | None = Field(None, ge=16, description="Tokens one judge answer may take, sent with every "
+                                   "request (default: the persona's max_tokens)")
     max_attempts: int = Field(3, ge=1, description="Answers that are not a valid verdict before the run stops")
     tool_schema: Literal["auto", "strict", "plain"] | None = Field(
         None, description="As persona.tool_schema, for the `grade` tool (default: the persona's)")
@@ -80,7 +85,7 @@ class JudgeConfig(Strict):
         return self.model_copy(update={
             "kind": kind, "base_url": self.base_url if self.base_url is not None else persona.base_url,
             "model": self.model or persona.model, "api_key_env": self.api_key_env or persona.api_key_env,
-            "tool_schema": self.tool_schema or persona.tool_schema})
+            "tool_schema": self.tool_schema or persona.tool_schema, "max_tokens": self.max_tokens or persona.max_tokens})
 
     @property
     def label(self) -> str:

@@ -199,6 +199,7 @@ class Usage(BaseModel):
     counted: int = 0  # calls whose response had no usage: their tokens are our own tiktoken count
     retries: int = 0  # requests the openai client sent again (429, 5xx, timeouts, junk bodies)
     retry_causes: dict[str, int] = {}
+    failed: int = 0  # requests that got no answer even after the client's retries (not in `calls`)
     by_phase: dict[int, list[int]] = {}  # phase -> [prompt, completion]
 
     def add(self, phase: int, prompt: int, completion: int, calls: int = 1) -> None:
@@ -217,7 +218,15 @@ class Usage(BaseModel):
         if cached is not None:
             self.cached_tokens += cached
             self.cache_reported += 1
-        for cause in retries or []:
+        self._retried(retries or [])
+
+    def record_failed(self, retries: list[str]) -> None:
+        """A request the client gave up on: no tokens known, its retries counted."""
+        self.failed += 1
+        self._retried(retries)
+
+    def _retried(self, causes: list[str]) -> None:
+        for cause in causes:
             self.retries += 1
             self.retry_causes[cause] = self.retry_causes.get(cause, 0) + 1
 
@@ -227,6 +236,7 @@ class Usage(BaseModel):
         self.cached_tokens += other.cached_tokens
         self.cache_reported += other.cache_reported
         self.counted += other.counted
+        self.failed += other.failed
         self.retries += other.retries
         for cause, n in other.retry_causes.items():
             self.retry_causes[cause] = self.retry_causes.get(cause, 0) + n

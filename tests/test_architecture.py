@@ -130,3 +130,68 @@ def test_the_web_checker_sees_a_wrong_import(tmp_path):
     assert web_imports(bad, "persona.report.html") == ["leak.py:1: persona.report.html imports uvicorn (only persona.report.live serves pages)"]
     assert web_imports(bad, "persona.report.live.app") == ["leak.py:2: persona.report.live.app imports drivers.files (the viewer only reads)"]
 
+
+def persona_imports(paths: list[Path], root: Path = REPO) -> dict[str, set[str]]:
+    """module -> the modules of persona/ it imports (lazy imports too), names resolved to their module."""
+    modules = {".".join(p.relative_to(root).with_suffix("").parts[:-1] if p.name == "__init__.py"
+                        else p.relative_to(root).with_suffix("").parts): p for p in paths}
+    graph = {}
+    for module, path in modules.items():
+        targets = set()
+        for _, name in imports_of(path, module):
+            while name and name not in modules:  # `from persona.engine.llm import X` names a module's member
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle of imports, as the modules on it in import order (one per strongly connected group)."""
+    cycles, seen = [], set()
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        path = _circle_through(graph, start)
+        if path:
+            cycles.append(path)
+            seen.update(path)
+    return cycles
+
+
+def _circle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
+    """The shortest import path from `start` back to itself, or None."""
+    frontier, parent = [start], {start: None}
+    while frontier:
+        step = []
+        for module in frontier:
+            for target in sorted(graph.get(module, ())):
+                if target == start:
+                    path = [module]
+                    while parent[path[-1]] is not None:
+                        path.append(parent[path[-1]])
+                    return list(reversed(path))
+                if target not in parent:
+                    parent[target] = module
+                    step.append(target)
+        frontier = step
+    return None
+
+
+def test_persona_has_no_import_circles():
+    """A circle (judge -> llm -> tools -> judge was one) forces lazy imports and makes a module's meaning
+    depend on import order; every layer, the engine's modules among themselves too, imports one way."""
+    cycles = import_cycles(persona_imports(python_files("persona")))
+    assert cycles == [], " ; ".join(" -> ".join([*c, c[0]]) for c in cycles)
+
+
+def test_the_circle_checker_sees_a_lazy_circle(tmp_path):
+    package = tmp_path / "persona" / "engine"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text("from persona.engine.b import B\n", encoding="utf-8")
+    (package / "b.py").write_text("from persona.engine.c import C\n", encoding="utf-8")
+    (package / "c.py").write_text("def f():\n    from persona.engine.a import A\n", encoding="utf-8")
+    (package / "d.py").write_text("from persona.engine.a import A\n", encoding="utf-8")
+    graph = persona_imports(sorted(package.glob("*.py")), root=tmp_path)
+    assert import_cycles(graph) == [["persona.engine.a", "persona.engine.b", "persona.engine.c"]]

@@ -152,8 +152,9 @@ def test_the_openai_client_path_plays_like_the_scripted_persona(demo_reference, 
     assert first["model"] == "test-model" and first["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in first["tools"]][:3] == ["next_phase", "facts_read", "facts_mark_told"]
     assert "# Your scenario" in first["messages"][0]["content"]
-    assert state["usage"]["calls"] == len(played) - len(graded)
-    assert state["judge_usage"]["calls"] == len(graded) == 10 and state["judge"] == "test-model"  # its judge: the same endpoint
+    assert state["usage"]["calls"] == len(played) - len(graded) + len(checks), "the preflight's calls count too"
+    assert len(graded) == 10 and state["judge"] == "test-model"  # its judge: the same endpoint
+    assert state["judge_usage"]["calls"] == len(graded) + 1, "its preflight call too"
     for path in (tmp_path / "results").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

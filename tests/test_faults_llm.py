@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from persona.config import PersonaConfig
-from persona.engine.llm import JUNK, NO_RESPONSE, OpenAIPersona
+from persona.engine.llm import DROPPED, JUNK, TIMEOUT, OpenAIPersona
 from persona.engine.loop import EMPTY_TURN_NUDGE
 from persona.engine.model import ModelTurn
 from persona.errors import RunError
 from tests.conftest import DEMO_BENCH
 from tests.support.play import play, scores
-from tests.support.quirk_server import QuirkServer, Responder, scripted_responder
+from tests.support.quirk_server import QuirkServer, injecting, scripted_responder
 
 HELLO = [{"role": "user", "content": "hi"}]
 SAY = {"content": "Hello there"}
@@ -46,7 +46,7 @@ def fast(status: int) -> dict[str, Any]:
     ([fast(429), fast(500)], ["HTTP 429", "HTTP 500"]),
     ([fast(502), fast(503), fast(504)], ["HTTP 502", "HTTP 503", "HTTP 504"]),
     ([fast(408), fast(409)], ["HTTP 408", "HTTP 409"]),
-    (["garbage"], [JUNK]), (["html"], [JUNK]), (["drop"], [NO_RESPONSE]),
+    (["garbage"], [JUNK]), (["html"], [JUNK]), (["drop"], [DROPPED]),
 ], ids=["429+500", "502-504", "408+409", "garbage", "html", "drop"])
 def test_transient_failures_are_retried_by_the_client_and_each_retry_is_counted(faults, causes):
     with QuirkServer(lambda m, t: SAY) as server:
@@ -73,7 +73,7 @@ def test_a_hanging_response_times_out_and_is_retried():
     with QuirkServer(lambda m, t: SAY) as server:
         server.faults = ["hang", "hang"]
         turn = complete(server, timeout_s=0.5)
-    assert turn.content == "Hello there" and turn.retries == [NO_RESPONSE, NO_RESPONSE]
+    assert turn.content == "Hello there" and turn.retries == [TIMEOUT, TIMEOUT]
 
 
 def test_retries_have_a_limit():
@@ -118,23 +118,6 @@ BAD_TURNS: list[dict[str, Any]] = [
     {"content": "<think>only thoughts, nothing to say</think>"},
     {"tool_calls": [{"id": "bad_noname", "name": "", "arguments": "{}"}]},
 ]
-
-
-def injecting(responder: Responder, every: int, bad: list[dict[str, Any]]) -> Responder:
-    """Every `every`-th request gets the next bad turn; the good responder never sees the bad turns."""
-    queue, count = list(bad), [0]
-
-    def ours(m: dict[str, Any]) -> bool:
-        ids = [c["id"] for c in m.get("tool_calls") or []] + [m.get("tool_call_id") or ""]
-        return any(i.startswith("bad_") for i in ids) or m.get("content") == EMPTY_TURN_NUDGE
-
-    def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        count[0] += 1
-        if queue and count[0] % every == 0:
-            return queue.pop(0)
-        return responder([m for m in messages if not ours(m)], tools)
-
-    return respond
 
 
 def openai_persona(server: QuirkServer, **more: Any) -> dict[str, Any]:

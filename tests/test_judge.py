@@ -159,13 +159,15 @@ def test_a_verdict_in_text_or_broken_is_asked_again_and_counted():
     with QuirkServer(lambda m, t: next(answers)) as server:
         judged = grade_with(server, LIST, TURNS)
     assert judged.grade.score == 6.7 and judged.calls == 3
-    no_verdict = "asked again: no verdict: call the tool `grade` with items, after_memory_search and comment"
-    assert judged.notes == [no_verdict, no_verdict, "response cleaned: tool calls whose arguments were not a JSON "
-                            "object (kept aside, {} sent back)", "verdict taken from the text, not a grade call"]
+    no_verdict = "no verdict: call the tool `grade` with items, after_memory_search and comment"
+    broken = "the arguments of `grade` are not JSON (Expecting ',' delimiter: line 1 column 13 (char 12)); "
+    assert judged.notes == [f"asked again: {no_verdict}", f"asked again: {broken}{no_verdict}",
+                            "response cleaned: tool calls whose arguments were not a JSON object (kept aside, {} sent "
+                            "back)", "verdict taken from the text, not a grade call"]
     third = server.requests[2]["messages"]
     assert [m["role"] for m in third] == ["system", "user", "assistant", "user", "assistant", "tool"]
     assert third[4]["tool_calls"][0]["function"]["arguments"] == "{}", "a broken call is not replayed as sent"
-    assert third[5]["tool_call_id"] == "c1" and third[5]["content"].startswith("Error: no verdict")
+    assert third[5]["tool_call_id"] == "c1" and third[5]["content"].startswith("Error: the arguments of `grade`")
 
 
 def test_the_judges_calls_are_counted_as_the_personas_retries_and_all():
@@ -258,7 +260,7 @@ def test_a_run_is_graded_by_the_judge_with_the_personas_grade_beside(tmp_path, w
         # (and its answer) belongs to the next check's window, not to this one.
         assert [t.sent for t in e.agent_turns] == [e.question] and e.turn == e.agent_turns[-1].turn
     judge_calls = [r for r in server.requests[4:] if r["tools"][0]["function"]["name"] == "grade"]
-    assert len(judge_calls) == 3 == state.judge_usage.calls and state.judge_notes == []
+    assert len(judge_calls) == 3 == state.judge_usage.calls - 1 and state.judge_notes == [], "and its preflight call"
     questions = [c["question"] for c in SHORT_CHECKS]
     for call in judge_calls:  # each judge call read one question and its answer, however the turns were packed
         asked = [t["user"] for t in json.loads(call["messages"][1]["content"])["conversation"]]

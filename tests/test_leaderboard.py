@@ -75,6 +75,20 @@ def test_oracle_runs_get_a_table_of_their_own_and_never_a_rank(tmp_path):
     assert "| dry-demo | Demo: a week in Maya's life (`demo`) | finished | 10.00 |" in dry
 
 
+def test_a_run_without_a_score_is_listed_but_never_ranked(tmp_path):
+    """Issue 26: a run that failed its preflight (or stalled) before any grade was '#1' when alone."""
+    failed = add_run(tmp_path, "failed", [])
+    state = RunState.model_validate_json((failed / "state.json").read_text())
+    state.status = "failed"
+    (failed / "state.json").write_text(state.model_dump_json())
+    md, html = write_leaderboard(tmp_path, scan(tmp_path))
+    assert "| — | failed | demo |" in md.read_text() and "| 1 |" not in md.read_text()
+    assert '<tr><td class="num">—</td><td>failed</td>' in html.read_text()
+    add_run(tmp_path, "graded", [(Category.single, 4)])
+    md, _ = write_leaderboard(tmp_path, scan(tmp_path))
+    assert "| 1 | graded |" in md.read_text() and "| — | failed |" in md.read_text()
+
+
 def test_no_runs_no_leaderboard(tmp_path):
     assert write_overview(tmp_path) == []
     assert list(tmp_path.iterdir()) == []

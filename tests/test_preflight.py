@@ -42,19 +42,26 @@ def test_a_model_that_plays_the_protocol_passes_in_three_calls():
     assert "cached tokens reported" in report.render()
 
 
+def rambles(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"content": "Hello! " + "And another thing. " * 400}
+
+
 @pytest.mark.parametrize("responder, server_args, config, failed", [
     (only_text, {}, {}, "calls a tool: asked to call facts_read, it wrote text instead"),
+    (rambles, {}, {"max_tokens": 32}, "answers: it did not end a one-sentence answer within max_tokens (32)"),
     (PLAYS, {"usage": False}, {}, "reports usage: 3 of 3 responses without usage"),
     (PLAYS, {"profile": "gemini"}, {"tool_schema": "strict"},
      "answers: persona model refused the request: HTTP 400: Invalid JSON payload received"),
-], ids=["no tool calls", "no usage", "strict schemas to gemini"])
+], ids=["no tool calls", "never stops", "no usage", "strict schemas to gemini"])
 def test_a_model_or_endpoint_that_cannot_play_is_refused_in_seconds(tmp_path, responder, server_args, config, failed):
     with QuirkServer(responder, **server_args) as server:
         persona = config_for(server, **config).model_dump(exclude_none=True)
         outcome, state = play(tmp_path, benchmark=DEMO_BENCH, persona=persona)
     assert outcome.status == "failed" and "persona preflight failed, nothing was sent to the agent" in state.error
     assert failed in state.error
-    assert len(server.requests) <= 3 and state.usage.calls == 0 and state.turn == 0
+    assert len(server.requests) <= 3 and state.turn == 0
+    assert state.usage.calls + state.usage.failed == len(server.requests), "the preflight's calls count, failed ones too"
+    assert state.provenance and state.provenance[0].persona_model == "m", "recorded from the first save"
     assert not RunStore(tmp_path / "results" / "r").transcript()
 
 

@@ -36,3 +36,4 @@ def test_it_dry_runs_ready(folder, tmp_path):
     assert result.ok, summary(result, compaction)
     assert len(result.state.evaluations) == len(target.bench.checks)
     assert all(e.score == 10 for e in result.state.evaluations)
+    assert result.state.quirks == {}, "the message guard takes nothing out of a persona that tells its facts"

@@ -11,7 +11,8 @@ import pytest
 
 from persona.benchmark.loader import load_benchmark
 from persona.engine.scenario import Scenario
-from persona.engine.tools import SCENARIO_COMPLETE, TOOL_NAMES, TOOL_SPECS, ToolBox, plain_specs
+from persona.engine.tools import SCENARIO_COMPLETE, TOOL_NAMES, TOOL_SPECS, ToolBox
+from persona.engine.toolspecs import plain_specs
 from persona.state import RunState
 from tests.support.quirk_server import PROFILES, Refused, _check_tools
 from tests.test_benchmark import good_files

@@ -3,18 +3,24 @@ server accepts when the history is sent back.
 
 Reasoning never reaches the agent: closed `<think>` blocks go, a lone closing tag (templates that
 open the block in the prompt) takes everything before it, an unclosed opening tag everything after
-it. A call whose arguments are not a JSON object, or whose name is no function name, is kept in the
-history in a form servers accept (`{}`, `unnamed_call`) with the model's own text kept aside in
-`raw`, and gets an error result the model can act on. Every such change is counted in
-`state.quirks`, which the report shows.
+it. Tool calls written as text (textcalls.py) are taken out of the text and run as calls. A turn cut
+off at max_tokens (`finish_reason: length`) is counted, and its last call, cut while being written,
+is not run. A call whose arguments are not a JSON object, or whose name is no function name, is kept
+in the history in a form servers accept (`{}`, `unnamed_call`) with the model's own text kept aside
+in `raw`, and gets an error result the model can act on. Every such change is counted in
+`state.quirks`, which the report shows. What is left of the text then passes the message guard
+(guard.py) before it is typed.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
+from persona.engine.model import ModelTurn
+from persona.engine.textcalls import calls_in_text
 from persona.state import PersonaMessage, RunState, ToolCall
 
 _TAGS = r"think|thinking"
@@ -29,6 +35,18 @@ REPAIRED_ARGUMENTS = "tool calls whose arguments were not a JSON object (kept as
 REPAIRED_NAMES = "tool calls without a valid function name"
 REPLACED_IDS = "tool-call ids missing or repeated within a turn, replaced"
 REPAIRED_HISTORY = "changes to a saved history a server would refuse, made on resume"
+CUT_OFF = "replies cut off at max_tokens (finish_reason length)"
+CUT_OFF_CALLS = "tool calls cut off at max_tokens, not run (the model was told)"
+UNREADABLE_TEXT_CALLS = "tool calls written as text that could not be read (the model was told)"
+CUT_OFF_PROBLEM = ("your reply was cut off at max_tokens while this call was being written (finish_reason "
+                   "length), so it was not run: call it again, with shorter arguments")
+
+
+TEXT_CALLS = "tool calls written as text ("
+
+
+def text_calls_quirk(form: str) -> str:
+    return f"{TEXT_CALLS}{form}), run as calls"
 
 
 def strip_reasoning(text: str | None) -> str:
@@ -41,17 +59,40 @@ def strip_reasoning(text: str | None) -> str:
     return out.strip()
 
 
-def outgoing_text(state: RunState, content: str | None) -> str:
-    """The text to type, counting a turn whose reasoning had to be taken out."""
-    text = strip_reasoning(content)
-    if text != (content or "").strip():
-        state.note_quirk(REASONING_TAGS)
-    return text
+@dataclass
+class ReadTurn:
+    """A model's turn read: the text left for the agent (before the message guard), its calls (as the
+    server returned them, or read from the text), and what that took, one quirk name per time."""
+
+    text: str
+    calls: list[ToolCall]
+    quirks: list[str] = field(default_factory=list)
+
+
+def read_turn(turn: ModelTurn, tool_names: list[str]) -> ReadTurn:
+    """Reasoning out, calls written as text taken out and read, a call cut off at max_tokens marked."""
+    text = strip_reasoning(turn.content)
+    read = ReadTurn(text, list(turn.tool_calls), [REASONING_TAGS] if text != (turn.content or "").strip() else [])
+    if not read.calls:  # a server that parsed calls left none in the text worth running twice
+        found = calls_in_text(text, tool_names)
+        if found.calls:
+            read.text, read.calls = found.text, found.calls
+            for form, n in found.forms.items():
+                read.quirks += [text_calls_quirk(form)] * n
+            read.quirks += [UNREADABLE_TEXT_CALLS] * found.unreadable
+    if turn.cut_off:
+        read.quirks.append(CUT_OFF)
+        if read.calls:
+            last = read.calls[-1]
+            raw = json.dumps({"name": last.name, "arguments": last.arguments}, ensure_ascii=False)
+            read.calls[-1] = last.model_copy(update={"problem": CUT_OFF_PROBLEM, "raw": raw})
+            read.quirks.append(CUT_OFF_CALLS)
+    return read
 
 
 def repair_call(call: ToolCall) -> tuple[ToolCall, list[str]]:
     """The call as a strict server accepts it back, and what had to change (quirk names)."""
-    problems, quirks, update = [], [], {}
+    problems, quirks, update = [call.problem] if call.problem else [], [], {}
     if not _NAME.match(call.name):
         problems.append(f"a tool call needs the name of a tool, not {call.name[:60]!r}")
         quirks.append(REPAIRED_NAMES)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from persona.benchmark.grading import counts_half, final_score, grade, items_found, items_score, says_unknown, stems
 from persona.benchmark.phases import Check
 from persona.config import JudgeConfig, PersonaConfig
-from persona.engine.intake import REPLACED_IDS, repair_call, strip_reasoning
+from persona.engine.intake import REPLACED_IDS, ReadTurn, read_turn, repair_call
+from persona.engine.llm import ModelCallFailed, OpenAIPersona
 from persona.engine.model import ModelTurn
 from persona.engine.scenario import prompt_file
 from persona.errors import RunError
@@ -228,12 +229,11 @@ class ModelJudge:
         self.label = cfg.label
         self.system = rubric()
         self.counter = counter or TokenCounter()
-        from persona.engine.llm import OpenAIPersona  # llm -> tools -> judge: imported when a model judges
-
         self.client = OpenAIPersona(PersonaConfig(
             kind="openai", base_url=cfg.base_url, model=cfg.model or "", api_key_env=cfg.api_key_env or "OPENAI_API_KEY",
             temperature=cfg.temperature, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
-            tool_schema=cfg.tool_schema or "auto"), role="judge")
+            tool_schema=cfg.tool_schema or "auto", **({"max_tokens": cfg.max_tokens} if cfg.max_tokens else {})),
+            role="judge")
 
     async def grade(self, check: Check, turns: list[QuotedTurn]) -> Judged:
         return await self._verdict(check, judge_request(check, turns))
@@ -242,7 +242,8 @@ class ModelJudge:
         return await self._verdict(check, memory_request(check, memory))
 
     async def _verdict(self, check: Check, request: str) -> Judged:
-        """Ask until the answer is a valid verdict (each refused one goes back with what to fix)."""
+        """Ask until the answer is a valid verdict (each refused one goes back with what to fix). Whatever
+        happens, what the judge spent is in the result or in the JudgeFailed raised, never lost."""
         messages: list[dict[str, Any]] = [{"role": "system", "content": self.system},
                                           {"role": "user", "content": request}]
         judged = Judged(Grade(grader=self.label, raw_score=0, score=0))
@@ -250,20 +251,29 @@ class ModelJudge:
         for _ in range(self.cfg.max_attempts):
             try:
                 turn = await self.client.complete(messages, [GRADE_TOOL])
-            except RunError as e:  # the endpoint gave up: what the judge spent so far is still counted
-                raise JudgeFailed(str(e), judged) from None
-            self._account(judged, messages, turn)
+            except ModelCallFailed as e:  # the endpoint gave up: the call and its retries still count
+                judged.usage.record_failed(e.retries)
+                raise JudgeFailed(f"the judge ({self.label}) failed: {e}", judged) from None
+            except RunError as e:
+                raise JudgeFailed(f"the judge ({self.label}) failed: {e}", judged) from None
+            except Exception as e:  # a bug of ours on a strange response: the judge's failure, never the persona's
+                raise JudgeFailed(f"the judge ({self.label}) failed: {type(e).__name__}: {e}", judged) from e
             try:
-                judged.grade = parse_verdict(check, _verdict_arguments(turn), self.label)
-                if not any(c.name == "grade" for c in turn.tool_calls):
+                self._account(judged, messages, turn)
+                read = read_turn(turn, [GRADE_TOOL["function"]["name"]])
+                judged.notes += [f"{QUIRK}{quirk}" for quirk in read.quirks]
+                judged.grade = parse_verdict(check, verdict_arguments(read), self.label)
+                if not any(c.name == "grade" for c in read.calls):
                     judged.notes.append(TEXT_VERDICT)
                 return judged
             except VerdictError as e:
                 judged.notes.append(f"{ASKED_AGAIN}{e}")
-                again, quirks = _asked_again(turn, str(e))
+                again, quirks = _asked_again(read, str(e))
                 messages += again
                 judged.notes += [f"{QUIRK}{quirk}" for quirk in quirks]
                 last = str(e)
+            except Exception as e:  # a bug of ours on a strange answer: the judge's failure, never the persona's
+                raise JudgeFailed(f"the judge ({self.label}) failed on its answer: {type(e).__name__}: {e}", judged) from e
         raise JudgeFailed(f"the judge ({self.label}) gave no valid verdict on check {check.id} in "
                           f"{self.cfg.max_attempts} attempts; last: {last}", judged)
 
@@ -283,28 +293,50 @@ class ModelJudge:
         await self.client.aclose()
 
 
-def _verdict_arguments(turn: ModelTurn) -> Any:
-    """The `grade` call's arguments; a verdict written as a JSON object in the text (reasoning taken
-    out) is taken too."""
-    calls = [c for c in turn.tool_calls if c.name == "grade"]
-    text = calls[0].arguments if calls else strip_reasoning(turn.content)
-    if not calls and "{" in text:
-        text = text[text.index("{"):text.rindex("}") + 1]
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise VerdictError("no verdict: call the tool `grade` with items, after_memory_search and comment") from None
+NO_VERDICT = "no verdict: call the tool `grade` with items, after_memory_search and comment"
 
 
-def _asked_again(turn: ModelTurn, problem: str) -> tuple[list[dict[str, Any]], list[str]]:
+def verdict_arguments(read: ReadTurn) -> Any:
+    """The `grade` call's arguments; else a JSON object written in the text (reasoning taken out). Never
+    raises but VerdictError: any text, no brace, one brace, broken JSON, is a missing verdict."""
+    calls = [c for c in read.calls if c.name == "grade"]
+    if calls:
+        if calls[0].problem:
+            raise VerdictError(calls[0].problem)
+        try:
+            return json.loads(calls[0].arguments)
+        except ValueError as e:
+            raise VerdictError(f"the arguments of `grade` are not JSON ({e}); {NO_VERDICT}") from None
+    found = first_json_object(read.text)
+    if found is None:
+        raise VerdictError(NO_VERDICT)
+    return found
+
+
+def first_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text`, wherever it starts; None when there is none."""
+    decoder = json.JSONDecoder()
+    at = text.find("{")
+    while at != -1:
+        try:
+            value, _ = decoder.raw_decode(text, at)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        at = text.find("{", at + 1)
+    return None
+
+
+def _asked_again(read: ReadTurn, problem: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The refused answer and why, laid out as a strict server accepts (the persona's rules, intake.py:
     no reasoning sent back, calls repaired, every call answered, no empty turn); and what had to change."""
     note = f"Error: {problem}. Call `grade` again with the whole verdict."
-    text = strip_reasoning(turn.content) or None
-    if not turn.tool_calls:
+    text = read.text or None
+    if not read.calls:
         return [{"role": "assistant", "content": text or "(no verdict)"}, {"role": "user", "content": note}], []
     calls, quirks = [], []
-    for i, call in enumerate(turn.tool_calls):
+    for i, call in enumerate(read.calls):
         fixed, changed = repair_call(call)
         quirks += changed
         if not fixed.id or fixed.id in {c.id for c in calls}:

@@ -1,11 +1,14 @@
 """The persona as an LLM behind any OpenAI-compatible chat-completions endpoint.
 
-Retries and timeouts are the `openai` client's own (`max_retries`, `timeout`): it retries 408, 409,
-429, 5xx, timeouts and dropped connections with its backoff and honours Retry-After up to 120 s. A
-200 whose body is not a chat completion (a proxy's page, junk) is turned into a dropped connection
-so the client retries it too. Every attempt is watched through the HTTP client's event hooks, so
-each retry and its cause reach the run's usage and the report. What the client gives up on stops
-the run with the endpoint's own message (resumable).
+Every call is bounded: `max_tokens` goes with every request (`max_completion_tokens` to OpenAI's own
+endpoint, which wants it), `finish_reason: length` comes back on the turn, and while a call takes
+longer than HEARTBEAT_S a line says so. Retries and timeouts are the `openai` client's own
+(`max_retries`, `timeout`): it retries 408, 409, 429, 5xx, timeouts and dropped connections with its
+backoff and honours Retry-After up to 120 s. A 200 whose body is not a chat completion (a proxy's
+page, junk) is turned into a dropped connection so the client retries it too. Every attempt is
+watched (the HTTP client's event hooks, and its transport for timeouts and drops), so each retry and
+its cause reach the run's usage and the report. What the client gives up on stops the run with the
+endpoint's own message (resumable), as ModelCallFailed, which carries the retries it took.
 
 The key is read from the environment variable named in config and never stored or logged: error
 texts are scrubbed of it, since some servers echo it. `openai` is imported only when an LLM persona
@@ -14,16 +17,18 @@ is used (it takes seconds to import).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import logging
 import os
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from persona.config import JudgeConfig, PersonaConfig
 from persona.engine.model import ModelTurn
-from persona.engine.tools import plain_specs
+from persona.engine.toolspecs import plain_specs
 from persona.errors import RunError
 from persona.secrets import redact, register_secret
 from persona.state import ToolCall
@@ -40,6 +45,18 @@ REASONING_QUIRK = "reasoning fields in responses (never typed, never sent back)"
 OBJECT_ARGUMENTS = "tool-call arguments sent as an object, not a JSON string"
 JUNK = "200 with a body that is not a chat completion"
 NO_RESPONSE = "no response (timeout or dropped connection)"
+TIMEOUT = "timeout (no answer within timeout_s)"
+DROPPED = "connection dropped or refused"
+HEARTBEAT_S = 15.0  # a call taking longer gets a line this often
+OPENAI_HOSTS = ("api.openai.com",)  # takes max_completion_tokens; its reasoning models refuse max_tokens
+
+
+class ModelCallFailed(RunError):
+    """The client gave up on a request; `retries` are the causes of the retries it made first."""
+
+    def __init__(self, message: str, retries: list[str]):
+        super().__init__(message)
+        self.retries = retries
 
 
 def is_loopback(url: str | None) -> bool:
@@ -92,6 +109,30 @@ class Attempts:
         self.failures.append(cause)
         log.warning("%s model: %s: %s; retrying if the client has retries left", self.role, cause, redact(body[:300]))
 
+    def transport(self) -> Any:
+        """The HTTP transport, watched: an attempt that got no response says whether it timed out or dropped."""
+        attempts, http = self, self.http
+
+        class Watched(http.AsyncBaseTransport):  # type: ignore[name-defined, misc]
+            def __init__(self) -> None:
+                self.inner = http.AsyncHTTPTransport(limits=http.Limits(max_connections=1000,
+                                                                        max_keepalive_connections=100))
+
+            async def handle_async_request(self, request: Any) -> Any:
+                try:
+                    return await self.inner.handle_async_request(request)
+                except http.TimeoutException as e:
+                    attempts._failed(TIMEOUT, str(e) or type(e).__name__)
+                    raise
+                except http.TransportError as e:
+                    attempts._failed(DROPPED, str(e) or type(e).__name__)
+                    raise
+
+            async def aclose(self) -> None:
+                await self.inner.aclose()
+
+        return Watched()
+
     def retry_causes(self) -> list[str]:
         """One cause per retry: the failed responses, and for attempts that got none, a timeout or a drop."""
         retries = max(self.sent - 1, 0)
@@ -122,9 +163,10 @@ class OpenAIPersona:
         self.label = cfg.model
         self.role = role
         self.attempts = Attempts(role)
+        self.attempts.http = _http_module(openai.DefaultAsyncHttpxClient)
         http_client = openai.DefaultAsyncHttpxClient(
+            transport=self.attempts.transport(),
             event_hooks={"request": [self.attempts.on_request], "response": [self.attempts.on_response]})
-        self.attempts.http = _http_module(type(http_client))
         self.client = openai.AsyncOpenAI(base_url=cfg.base_url, api_key=api_key(cfg, role), max_retries=cfg.max_retries,
                                          timeout=cfg.timeout_s, http_client=http_client)
         self.strict = strict_schemas(cfg)
@@ -133,21 +175,47 @@ class OpenAIPersona:
         import openai
 
         self.attempts.start()
+        # The messages ride in extra_body: the client's typed transform of a long history costs about
+        # 0.3 ms per message per request (a quarter second at 700 messages), and they are plain JSON.
+        request = self.client.chat.completions.create(
+            model=self.cfg.model, messages=[], extra_body={"messages": messages},
+            tools=tools if self.strict else plain_specs(tools), temperature=self.cfg.temperature,
+            **{self.max_tokens_field: self.cfg.max_tokens})
         try:
-            # The messages ride in extra_body: the client's typed transform of a long history costs about
-            # 0.3 ms per message per request (a quarter second at 700 messages), and they are plain JSON.
-            response = await self.client.chat.completions.create(
-                model=self.cfg.model, messages=[], extra_body={"messages": messages},
-                tools=tools if self.strict else plain_specs(tools), temperature=self.cfg.temperature)
+            response = await self._waited(request)
         except openai.APIStatusError as e:
+            retries = self.attempts.retry_causes()
             if self.attempts.sent > 1 or e.status_code >= 500:
-                raise RunError(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}") from None
-            raise RunError(f"{self.role} model refused the request: {_describe(e)}{_hint(e, self.role)}") from None
+                raise ModelCallFailed(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}",
+                                      retries) from None
+            raise ModelCallFailed(f"{self.role} model refused the request: {_describe(e)}{_hint(e, self.role)}",
+                                  retries) from None
         except openai.APIConnectionError as e:  # timeouts too
-            raise RunError(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}") from None
+            raise ModelCallFailed(f"{self.role} model failed {self.attempts.sent} times, last: {_describe(e)}",
+                                  self.attempts.retry_causes()) from None
         turn = parse_turn(response)
         turn.retries = self.attempts.retry_causes()
         return turn
+
+    @property
+    def max_tokens_field(self) -> str:
+        host = urlparse(self.cfg.base_url or "https://api.openai.com/v1").hostname or ""
+        return "max_completion_tokens" if host.endswith(OPENAI_HOSTS) else "max_tokens"
+
+    async def _waited(self, request: Any) -> Any:
+        """The request's response; while it takes longer than HEARTBEAT_S, a line every HEARTBEAT_S."""
+        task = asyncio.ensure_future(request)
+        began = time.monotonic()
+        try:
+            while not (await asyncio.wait({task}, timeout=HEARTBEAT_S))[0]:
+                log.warning("%s model %s: still waiting for its answer after %.0f s (attempt %d of %d, each bounded "
+                            "by timeout_s %g and max_tokens %d)", self.role, self.cfg.model, time.monotonic() - began,
+                            max(self.attempts.sent, 1), self.cfg.max_retries + 1, self.cfg.timeout_s,
+                            self.cfg.max_tokens)
+            return task.result()
+        finally:
+            if not task.done():  # cancelled (Ctrl-C, the run stopping): the request goes too
+                task.cancel()
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -158,7 +226,8 @@ def parse_turn(response: Any) -> ModelTurn:
     replay), usage with cached tokens; reasoning fields are noted and left out."""
     if not response.choices:
         return ModelTurn(content=None)
-    message = response.choices[0].message
+    choice = response.choices[0]
+    message = choice.message
     quirks = [REASONING_QUIRK] if any(_extra(message).get(f) for f in REASONING_FIELDS) else []
     calls = []
     for c in message.tool_calls or []:
@@ -174,7 +243,7 @@ def parse_turn(response: Any) -> ModelTurn:
     return ModelTurn(
         content=message.content if isinstance(message.content, str) else None, tool_calls=calls,
         prompt_tokens=getattr(usage, "prompt_tokens", None), completion_tokens=getattr(usage, "completion_tokens", None),
-        cached_tokens=_cached_tokens(usage), quirks=quirks)
+        cached_tokens=_cached_tokens(usage), quirks=quirks, finish_reason=getattr(choice, "finish_reason", None))
 
 
 def _extra(obj: Any) -> dict[str, Any]:

@@ -23,14 +23,17 @@ from persona.config import CompactionConfig, PersonaConfig
 from persona.crashpoints import crash_point
 from persona.engine.channel import AgentChannel
 from persona.engine.compaction import CompactionError, Limits, plan_cut
-from persona.engine.intake import outgoing_text, repair_history, take_calls
+from persona.engine.guard import REFUSAL_START, Guarded, PromptEcho, guard_message, refusal_note
+from persona.engine.intake import read_turn, repair_history, take_calls
 from persona.engine.judge import Judge
+from persona.engine.llm import ModelCallFailed
 from persona.engine.model import ModelTurn, PersonaModel
 from persona.engine.replies import wrap_reply
 from persona.engine.scenario import Scenario, compaction_note, opening_message, system_prompt
-from persona.engine.tools import ERROR_PREFIX, TOOL_SPECS, ToolBox, is_error
+from persona.engine.tools import ERROR_PREFIX, TOOL_NAMES, TOOL_SPECS, ToolBox, is_error
 from persona.errors import BudgetError, RunError, StalledError
 from persona.report.cost import PriceTable
+from persona.secrets import redact
 from persona.state import PersonaCompaction, PersonaMessage, RunState, RunStore
 from persona.tokens import MESSAGE_OVERHEAD, TokenCounter
 
@@ -65,6 +68,7 @@ class PersonaLoop:
         self.scenario = Scenario(bench, state, self.channel.new_session, judged=self.judged)
         self.tools = ToolBox(bench, state, self.scenario, judge=judge, exchanges=store.transcript)
         self.system = system_prompt(bench, judged=self.judged)
+        self.prompt = PromptEcho(self.system, (m.content for m in state.messages if m.role != "assistant"))
         self.fixed_tokens = counter.count(self.system) + MESSAGE_OVERHEAD + counter.count(json.dumps(TOOL_SPECS))
         self._clock = time.monotonic()
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
@@ -146,21 +150,37 @@ class PersonaLoop:
     async def _step(self) -> None:
         self._maybe_compact()
         counted = self._context_tokens()
-        turn = await self.model.complete(self._request(), TOOL_SPECS)
+        try:
+            turn = await self.model.complete(self._request(), TOOL_SPECS)
+        except ModelCallFailed as e:  # the run stops; the call and the client's retries still count
+            self.state.usage.record_failed(e.retries)
+            raise
         crash_point("model.answered")
         self.state.steps += 1
         self.state.calls_since_progress += 1
         self._account(turn, counted)
-        text = outgoing_text(self.state, turn.content)
-        calls = take_calls(self.state, turn.tool_calls, self.state.steps)
+        read = read_turn(turn, TOOL_NAMES)
+        for quirk in read.quirks:
+            self.state.note_quirk(quirk)
+        guarded = guard_message(read.text, self.prompt) if read.text else Guarded("")
+        for quirk, n in guarded.quirks().items():
+            self.state.note_quirk(quirk, n)
+        text = guarded.text
+        calls = take_calls(self.state, read.calls, self.state.steps)
+        note = refusal_note(guarded) if guarded.refused else None
+        if note is not None:  # what was not typed stays findable: the run log keeps its start
+            self.state.log.append(redact(f"turn {self.state.turn}: a message not typed ({guarded.refused}): "
+                                         f"{read.text[:160]!r}")[:500])
         if not text and not calls:
             self.state.failed_turns += 1
-            self._append(PersonaMessage(role="user", content=EMPTY_TURN_NUDGE))
+            self._append(PersonaMessage(role="user", content=note or EMPTY_TURN_NUDGE))
             self.save()
             return
         message = PersonaMessage(role="assistant", content=text or None, tool_calls=calls, step=self.state.steps,
                                  raw_content=turn.content if text != (turn.content or "").strip() else None)
         self._append(message)
+        if note is not None:  # shown after the calls' results, as a reply held for after them is
+            self.state.held_reply = note
         if text:
             self._take_reply(message, text, await self.channel.say(text))  # say() saves the message, pending, first
         else:
@@ -215,9 +235,9 @@ class PersonaLoop:
 
     def _last_failure(self) -> str:
         last = self.state.messages[-1] if self.state.messages else None
-        if last is None or last.role != "tool":
-            return "an empty turn (no text, no tool call)"
-        return (last.content or "")[:300]
+        if last is not None and (last.role == "tool" or (last.content or "").startswith(REFUSAL_START)):
+            return (last.content or "")[:300]
+        return "an empty turn (no text, no tool call)"
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -225,6 +245,8 @@ class PersonaLoop:
         message.phase = self.state.phase
         message.tokens = message_tokens(self.counter, message)
         self.state.messages.append(message)
+        if message.role != "assistant":
+            self.prompt.add(message.content)
 
     def _context_tokens(self) -> int:
         """The whole request: summed incrementally, a step costs the same at message 5000 as at message 50."""

@@ -251,7 +251,8 @@ class MemoryWatch(ChatDriver):
 
     async def close(self, failed: bool = False) -> list[Path]:
         status = self.state.status
-        reason: Reason = "end" if status == "finished" else "interrupted" if status == "interrupted" else "failed"
+        reason: Reason = "end" if status == "finished" else status if status in ("interrupted", "stalled", "budget") \
+            else "failed"
         await self.snapshots.take(reason, self.state.turn, max(self.state.session, 0))
         return await self.inner.close(failed)
 

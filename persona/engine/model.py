@@ -24,6 +24,11 @@ class ModelTurn:
     cached_tokens: int | None = None  # of prompt_tokens, read from the provider's cache; None = not reported
     retries: list[str] = field(default_factory=list)  # why each retry of this request was needed
     quirks: list[str] = field(default_factory=list)  # what the response had that we took out or converted
+    finish_reason: str | None = None  # as the endpoint said; "length": cut off at max_tokens
+
+    @property
+    def cut_off(self) -> bool:
+        return self.finish_reason == "length"
 
 
 class PersonaModel(Protocol):

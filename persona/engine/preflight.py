@@ -1,11 +1,13 @@
-"""Before a long run, a few cheap calls show that the persona model can play it: it answers, it calls a
-tool in this protocol, its endpoint takes that call and its result back in the history (the strict
-checks real servers make, Gemini's thought signatures), and it reports usage. A judge model, when
-one grades, gets one real judge call on a plain answer: it gives a verdict (the `grade` tool, or
-text, which runs accept and count), grades that answer right, and reports usage. A model or
-endpoint that can't is refused in seconds, saying what failed, not an hour into a marathon. `mmb
-check` runs the same checks alone. The calls go through the run's own client path (retries,
-timeouts, repairs; the judge's own asking again).
+"""Before a long run, a few cheap calls show that the persona model can play it: it answers (with text
+a person would type: no chat-template tokens, no copy of the prompt, within max_tokens), it calls a
+tool in this protocol (written as text is read and counted, as runs do), its endpoint takes that call
+and its result back in the history (the strict checks real servers make, Gemini's thought
+signatures), and it reports usage. A judge model, when one grades, gets one real judge call on a
+plain answer: it gives a verdict (the `grade` tool, or text, which runs accept and count), grades
+that answer right, and reports usage. A model or endpoint that can't is refused in seconds, saying
+what failed, not an hour into a marathon. `mmb check` runs the same checks alone. The calls go
+through the run's own client path (retries, timeouts, repairs, the message guard; the judge's own
+asking again), and count in the run's usage like every other call.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from typing import Protocol, TypeVar
 from persona.benchmark.phases import Category
 from persona.benchmark.phases import Check as BenchCheck
 from persona.config import JudgeConfig, PersonaConfig
-from persona.engine.intake import strip_reasoning
+from persona.engine.guard import OTHER_TURN, PROMPT_ECHO, TEMPLATE_TOKENS, TOOL_MARKUP, PromptEcho, guard_message
+from persona.engine.intake import TEXT_CALLS, ReadTurn, read_turn, strip_reasoning
 from persona.engine.judge import JudgeFailed, ModelJudge
-from persona.engine.llm import OpenAIPersona
+from persona.engine.llm import ModelCallFailed, OpenAIPersona
 from persona.engine.model import ModelTurn
-from persona.engine.tools import TOOL_SPECS
+from persona.engine.tools import TOOL_NAMES, TOOL_SPECS
 from persona.errors import RunError
-from persona.state import TEXT_VERDICT, PersonaMessage, QuotedTurn, ToolCall
+from persona.report.persona_lines import calls_text
+from persona.state import TEXT_VERDICT, PersonaMessage, QuotedTurn, ToolCall, Usage
 
 SYSTEM = "You check a tool protocol. Do exactly what the user asks, briefly."
 SAY = "Reply with one short sentence saying hello."
@@ -46,14 +50,27 @@ JUDGE_CHECK = BenchCheck(id="preflight", category=Category.single, question="How
 JUDGE_TURNS = [QuotedTurn(turn=1, sent="How old am I?", reply=["You told me you are 30 years old."])]
 
 
+# What an answer may not hold, by the message guard's classes: a person never types them.
+NEVER_TYPED = {TEMPLATE_TOKENS: "chat-template tokens", OTHER_TURN: "a next turn after an end-of-turn token",
+               TOOL_MARKUP: "the tool's own markup", PROMPT_ECHO: "the prompt it was given, echoed"}
+
+
 @dataclass
 class Preflight:
     model: str
     role: str = "persona"
     checks: list[Check] = field(default_factory=list)
-    calls: int = 0
-    prompt_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)  # every call made, failed ones and retries too: the run counts them
+    cut_off: int = 0  # answers that ran to max_tokens
     seconds: float = 0.0
+
+    @property
+    def calls(self) -> int:
+        return self.usage.calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
 
     @property
     def ok(self) -> bool:
@@ -61,8 +78,9 @@ class Preflight:
 
     def render(self) -> str:
         parts = [f"{c.name}: {'ok' if c.ok else 'FAILED'}" + (f" ({c.detail})" if c.detail else "") for c in self.checks]
+        cut = f", {self.cut_off} cut off at max_tokens" if self.cut_off else ""
         return (f"{self.role} model {self.model}: " + "; ".join(parts)
-                + f" — {self.calls} calls, {self.prompt_tokens:,} tokens in, {self.seconds:.1f} s")
+                + f" — {calls_text(self.usage)}{cut}, {self.prompt_tokens:,} tokens in, {self.seconds:.1f} s")
 
     def failure(self) -> str:
         failed = [c for c in self.checks if not c.ok]
@@ -105,11 +123,12 @@ async def _timed(report: Preflight, make: Callable[[], C], run: Callable[[C, Pre
 async def _judge_checks(judge: ModelJudge, report: Preflight) -> None:
     try:
         judged = await judge.grade(JUDGE_CHECK, JUDGE_TURNS)
-    except JudgeFailed as e:  # what its attempts cost is still shown
+    except JudgeFailed as e:  # what its attempts cost is still shown, and counted
         report.checks.append(Check("gives a verdict", False, str(e)))
-        report.calls, report.prompt_tokens = e.judged.usage.calls, e.judged.usage.prompt_tokens
+        report.usage = e.judged.usage
         return
-    report.calls, report.prompt_tokens = judged.usage.calls, judged.usage.prompt_tokens
+    report.usage = judged.usage
+    report.cut_off = sum("max_tokens" in note for note in judged.notes)
     as_text = TEXT_VERDICT in judged.notes
     report.checks.append(Check("gives a verdict", True, "as text, not a grade call (accepted, counted)" if as_text else ""))
     right = all(m.correct for m in judged.grade.items)
@@ -125,12 +144,33 @@ async def _judge_checks(judge: ModelJudge, report: Preflight) -> None:
 async def _ask(model: OpenAIPersona, report: Preflight, messages: list[dict], name: str) -> ModelTurn | None:
     try:
         turn = await model.complete([{"role": "system", "content": SYSTEM}, *messages], TOOL_SPECS)
+    except ModelCallFailed as e:
+        report.usage.record_failed(e.retries)
+        report.checks.append(Check(name, False, str(e)))
+        return None
     except RunError as e:
         report.checks.append(Check(name, False, str(e)))
         return None
-    report.calls += 1
-    report.prompt_tokens += turn.prompt_tokens or 0
+    report.usage.record(0, turn.prompt_tokens or 0, turn.completion_tokens or 0, cached=turn.cached_tokens,
+                        counted=turn.prompt_tokens is None or turn.completion_tokens is None, retries=turn.retries)
+    report.cut_off += turn.cut_off
     return turn
+
+
+def answer_problem(turn: ModelTurn, prompt: list[str], max_tokens: int) -> tuple[str | None, str]:
+    """Why an answer is not one a person would type (None: it is), and the text that would be typed."""
+    text = strip_reasoning(turn.content)
+    guarded = guard_message(text, PromptEcho(prompt[0], prompt[1:])) if text else None
+    if guarded is None or (not guarded.text and not guarded.refused):
+        return "no text in its reply", ""
+    found = [what for kind, what in NEVER_TYPED.items() if kind in guarded.taken]
+    if found:
+        return f"its answer holds {', '.join(found)}, which a person never types: {text[:80]!r}", guarded.text
+    if guarded.refused:
+        return f"its answer would not be typed: {guarded.refused}: {text[:80]!r}", ""
+    if turn.cut_off:
+        return f"it did not end a one-sentence answer within max_tokens ({max_tokens}): {text[:60]!r}", guarded.text
+    return None, guarded.text
 
 
 async def _run_checks(model: OpenAIPersona, report: Preflight) -> None:
@@ -139,17 +179,20 @@ async def _run_checks(model: OpenAIPersona, report: Preflight) -> None:
     if hello is None:
         return
     turns.append(hello)
-    text = strip_reasoning(hello.content)
-    report.checks.append(Check("answers", bool(text), f"{text[:60]!r}" if text else "no text in its reply"))
+    problem, text = answer_problem(hello, [SYSTEM, SAY], model.cfg.max_tokens)
+    report.checks.append(Check("answers", problem is None, problem or f"{text[:60]!r}"))
 
     ask = [{"role": "user", "content": CALL}]
     called = await _ask(model, report, ask, "calls a tool")
     if called is None:
         return
     turns.append(called)
-    call = next((c for c in called.tool_calls if c.name == "facts_read"), None)
-    problem = _call_problem(call, called)
-    report.checks.append(Check("calls a tool", problem is None, problem or ""))
+    read = read_turn(called, TOOL_NAMES)
+    call = next((c for c in read.calls if c.name == "facts_read"), None)
+    problem = _call_problem(call, read)
+    as_text = [q for q in read.quirks if q.startswith(TEXT_CALLS)]
+    report.checks.append(Check("calls a tool", problem is None, problem or (
+        "written as text, read and run as a call (counted in a run's report)" if as_text else "")))
     if problem:
         return
 
@@ -168,12 +211,14 @@ async def _run_checks(model: OpenAIPersona, report: Preflight) -> None:
                                "and the report need it (persona.preflight false skips this check)" if missing else cached))
 
 
-def _call_problem(call: ToolCall | None, turn: ModelTurn) -> str | None:
+def _call_problem(call: ToolCall | None, read: ReadTurn) -> str | None:
     if call is None:
-        names = [c.name for c in turn.tool_calls]
+        names = [c.name for c in read.calls]
         return (f"asked to call facts_read, it called {names}" if names else
-                f"asked to call facts_read, it wrote text instead: {strip_reasoning(turn.content)[:80]!r}; the model "
+                f"asked to call facts_read, it wrote text instead: {read.text[:80]!r}; the model "
                 "or the server's tool parser does not do tool calls")
+    if call.problem:
+        return call.problem
     try:
         args = json.loads(call.arguments)
     except ValueError:

@@ -107,5 +107,7 @@ def check_benchmark(state: RunState, now: Provenance, accept: bool = False) -> N
 def record(state: RunState, now: Provenance) -> None:
     """Add `now` to the state's provenance when anything differs from the last record."""
     last = state.provenance[-1] if state.provenance else None
+    if last is now:  # recorded already at this start: filled in since (the browser)
+        return
     if last is None or last.differences(now) or now.accepted_change:
         state.provenance.append(now)

@@ -38,6 +38,7 @@ from persona.engine.scripted import ScriptedPersona
 from persona.errors import InputError, Problem, RunError
 from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry_once, mean
+from persona.report.persona_lines import end_summary
 from persona.report.progress import Progress, QuietProgress
 from persona.report.publish import publish_run, run_autopsy
 from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
@@ -239,6 +240,10 @@ class Runner:
                     provenance: Provenance) -> RunOutcome:
         state.status, state.error = "running", None
         state.judge = provenance.judge
+        # Recorded from the first save: a run that stops in its preflight still says what it ran on. The
+        # browser starts with the first chat: until then, the last record's is assumed (filled in below).
+        provenance.browser = state.provenance[-1].browser if state.provenance else None
+        record(state, provenance)
         store.save(state)
         model = make_persona(plan)
         judge = make_judge(plan.judge)
@@ -249,7 +254,8 @@ class Runner:
             async with agent_url(plan) as url:
                 driver = watch_memory(await self._driver(plan, browser, url, on_event=lambda text: _note(state, text)),
                                       plan.run.agent.memory, self.config.base_dir, plan.folder, state)
-                provenance.browser = browser.version if browser is not None and plan.profile is not None else None
+                if browser is not None and plan.profile is not None:
+                    provenance.browser = browser.version  # the record made at the start, when it was appended
                 record(state, provenance)
                 store.save(state)
                 loop = PersonaLoop(
@@ -280,9 +286,7 @@ class Runner:
                 await judge.aclose()
             self.progress.end(state)
             path, pages = await self._report(plan, store, state)
-            avg = mean(state.evaluations)
-            score = f"mean {avg:.2f}/10" if avg is not None else "no checks graded"
-            self.print(f"[{plan.run.id}] {state.status}: {score} over {len(state.evaluations)} checks"
+            self.print(f"[{plan.run.id}] {state.status}: {end_summary(state)}"
                        + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
                        + f"; report: {path}"
                        + (f", {pages[0]}" if pages else ""))
@@ -328,6 +332,7 @@ class Runner:
             self._preflighted(plan, state, await judge_preflight(plan.judge))
 
     def _preflighted(self, plan: RunPlan, state: RunState, report: Preflight) -> None:
+        (state.usage if report.role == "persona" else state.judge_usage).merge(report.usage, state.phase)
         state.log.append(f"preflight: {report.render()}"[:500])
         self.print(f"[{plan.run.id}] {report.render()}")
         if not report.ok:

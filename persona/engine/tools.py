@@ -13,7 +13,6 @@ to the next grade. That window of exchanges is what the judge reads and the repo
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Check
 from persona.engine.judge import Judge, JudgeFailed, answer_turns, count_judge
 from persona.engine.scenario import Scenario, live_profile_block
+from persona.engine.toolspecs import function_spec, spec_names
 from persona.errors import RunError
 from persona.state import Claim, Evaluation, Exchange, Grade, QuotedTurn, RunState
 
@@ -42,35 +42,26 @@ def is_error(result: str) -> bool:
     return result.startswith(ERROR_PREFIX)
 
 
-def _fn(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """A function valid under OpenAI's `strict: true`: closed object, every property required."""
-    return {"type": "function", "function": {
-        "name": name, "description": description, "strict": True,
-        "parameters": {"type": "object", "properties": properties, "required": list(properties),
-                       "additionalProperties": False},
-    }}
-
-
 _FILE = {"type": "string", "description": "A fact file, e.g. 'family'"}
 TOOL_SPECS: list[dict[str, Any]] = [
-    _fn("next_phase", "Finish the current phase and get the next one; refuses, saying why, while required "
+    function_spec("next_phase", "Finish the current phase and get the next one; refuses, saying why, while required "
         "facts are untold or checks ungraded.", {}),
-    _fn("facts_read", "Read a fact file (live copy, with your edits).", {"file": _FILE}),
-    _fn("facts_mark_told", "Mark facts told, in the reply whose text tells them.",
+    function_spec("facts_read", "Read a fact file (live copy, with your edits).", {"file": _FILE}),
+    function_spec("facts_mark_told", "Mark facts told, in the reply whose text tells them.",
         {"file": _FILE, "ids": {"type": "array", "items": {"type": "string"}, "description": "Fact ids, e.g. ['1.2', '1.3']"}}),
-    _fn("facts_get_untold", "List the facts of a file not yet told.", {"file": _FILE}),
-    _fn("facts_edit", "Change a fact, in the reply whose text tells the change; text '—' deletes it.",
+    function_spec("facts_get_untold", "List the facts of a file not yet told.", {"file": _FILE}),
+    function_spec("facts_edit", "Change a fact, in the reply whose text tells the change; text '—' deletes it.",
         {"file": _FILE, "id": {"type": "string"}, "text": {"type": "string"}}),
-    _fn("facts_add", "Add a fact to a section, in the reply whose text tells it; returns its id.",
+    function_spec("facts_add", "Add a fact to a section, in the reply whose text tells it; returns its id.",
         {"file": _FILE, "section": {"type": "integer", "description": "Section number, e.g. 2"}, "text": {"type": "string"}}),
-    _fn("log_evaluation", "Grade the agent's answer to a check (❓ line) of the current phase.",
+    function_spec("log_evaluation", "Grade the agent's answer to a check (❓ line) of the current phase.",
         {"check_id": {"type": "string"},
          "score": {"type": "number", "description": "0-10; only 0 or 10 for a single expected value"},
          "answer": {"type": "string", "description": "The agent's answer, in short"},
          "comment": {"type": "string", "description": "Why this score, one sentence"},
          "second_attempt": {"type": "boolean", "description": "True if right only after you asked it to search its memory"}}),
 ]
-TOOL_NAMES = [spec["function"]["name"] for spec in TOOL_SPECS]
+TOOL_NAMES = spec_names(TOOL_SPECS)
 _PARAMS = {spec["function"]["name"]: spec["function"]["parameters"] for spec in TOOL_SPECS}
 _OPTIONAL = {"second_attempt"}  # required by the strict schema, but a missing one means False
 # What each schema type accepts; lenient where the tool converts (ids as numbers, "2" for a section).
@@ -78,28 +69,6 @@ _ACCEPTS: dict[str, tuple[type, ...]] = {
     "string": (str, int, float), "integer": (int, str), "number": (int, float, str),
     "boolean": (bool,), "array": (list, str),
 }
-
-
-def plain_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same tools without what Gemini's endpoint refuses: `strict`, `additionalProperties` (at any
-    depth: the judge's `grade` nests objects), and an empty parameter object (a tool without parameters
-    has none)."""
-    out = copy.deepcopy(specs)
-    for spec in out:
-        fn = spec["function"]
-        fn.pop("strict", None)
-        params = fn["parameters"]
-        _open_objects(params)
-        if not params["properties"]:
-            del fn["parameters"]
-    return out
-
-
-def _open_objects(schema: Any) -> None:
-    if isinstance(schema, dict):
-        schema.pop("additionalProperties", None)
-        for sub in (*(schema.get("properties") or {}).values(), schema.get("items")):
-            _open_objects(sub)
 
 
 def argument_problem(name: str, args: dict[str, Any]) -> str | None:

@@ -2,9 +2,10 @@
 
 Built from the state.json files alone (catalog.py), so it covers runs of older configs too. Within a
 benchmark, runs rank by mean score over their graded checks; ties go to the run that graded more
-checks. The coverage column tells a run that stopped early (a high mean over two checks) from a full
-one. Dry runs (the oracle agent, which knows every answer) measure the benchmark, not an agent: they
-get a table of their own, never a rank. With no run at all, no leaderboard is written.
+checks; a run with no graded check (failed or stalled before one) is listed without a rank. The
+coverage column tells a run that stopped early (a high mean over two checks) from a full one. Dry
+runs (the oracle agent, which knows every answer) measure the benchmark, not an agent: they get a
+table of their own, never a rank. With no run at all, no leaderboard is written.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def render_markdown(board: Board, grading: str | None = None) -> str:
                   "| # | run | driver | persona | graded by | status | mean | " + " | ".join(cats) + (" | " if cats else "")
                   + "checks | turns | persona tokens in / out | cost | per check |",
                   "|---:|---|---|---|---|---|---:|" + "---:|" * len(cats) + "---:|---:|---:|---:|---:|"]
-        for i, e in enumerate(runs, 1):
-            lines.append(f"| {i} | {_link(e)} | {e.driver} | {e.persona} | {e.graded_by} | {e.status} | **{_score(e)}** | "
+        for i, e in enumerate(runs, 1):  # runs without a score sort last and get no rank
+            lines.append(f"| {i if e.mean is not None else '—'} | {_link(e)} | {e.driver} | {e.persona} | {e.graded_by} | {e.status} | **{_score(e)}** | "
                          + "".join(f"{_cat(e, c)} | " for c in cats)
                          + f"{e.coverage} | {e.turns} | {e.tokens_in:,} / {e.tokens_out:,} | {money(e.cost.usd)} | "
                          f"{money(e.cost.per_check)} |")

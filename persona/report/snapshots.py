@@ -28,7 +28,7 @@ from persona.state import now
 MEMORY_DIR = "memory"
 INDEX_FILE = "index.json"
 JUDGED_FILE = "judged.json"
-Reason = Literal["start", "resume", "turn", "session", "end", "failed", "interrupted"]
+Reason = Literal["start", "resume", "turn", "session", "end", "failed", "interrupted", "stalled", "budget"]
 
 
 class MemoryFile(BaseModel):
@@ -52,7 +52,10 @@ class Snapshot(BaseModel):
         """When it was taken, to follow "the memory": "at the start", "after turn 12", "at new session 1"."""
         return {"start": "at the start", "resume": f"when the run resumed after turn {self.turn}",
                 "turn": f"after turn {self.turn}", "session": f"at new session {self.session}",
-                "end": f"at the end (turn {self.turn})"}.get(self.reason, f"when the run was {self.reason} (turn {self.turn})")
+                "end": f"at the end (turn {self.turn})", "failed": f"when the run failed (turn {self.turn})",
+                "interrupted": f"when the run was interrupted (turn {self.turn})",
+                "stalled": f"when the run stalled (turn {self.turn})",
+                "budget": f"when the run stopped at its budget (turn {self.turn})"}[self.reason]
 
     @property
     def chars(self) -> int:

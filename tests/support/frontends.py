@@ -126,7 +126,8 @@ def _uv(timeout_s: float) -> Path:
 
 
 def _versions(frontend: Frontend) -> dict[str, str]:
-    names = [r.split("==")[0].split(">")[0].split("<")[0] for r in (*frontend.pip_first, *frontend.requirements)]
+    names = [r.split(" @ ")[0].split("==")[0].split(">")[0].split("<")[0]  # " @ ": a direct reference (a wheel file)
+             for r in (*frontend.pip_first, *frontend.requirements)]
     code = ("import importlib.metadata as m, json, sys; "
             "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))")
     done = subprocess.run([str(frontend.bin / "python"), "-c", code, *names], capture_output=True, text=True,

@@ -14,13 +14,15 @@ from persona.state import RunState, RunStore
 
 
 def play(tmp_path: Path, run_id: str = "r", *, benchmark: Path, agent: dict[str, Any] | None = None,
-         **engine: Any) -> tuple[RunOutcome, RunState]:
-    """Write a config with one run, play it, return its outcome and saved state."""
+         printed: list[str] | None = None, **engine: Any) -> tuple[RunOutcome, RunState]:
+    """Write a config with one run, play it, return its outcome and saved state; the runner's lines go
+    to `printed` when given."""
     config = tmp_path / "config.jsonc"
     run = {"id": run_id, "benchmark": str(benchmark), "agent": agent or {"driver": "oracle"}}
     config.write_text(json.dumps({"results_dir": str(tmp_path / "results"), "runs": [run], **engine}))
     cfg = load_config(config)
-    outcome, = asyncio.run(Runner(cfg, print_line=lambda _: None).run_all(plan_runs(cfg)))
+    say = printed.append if printed is not None else lambda _: None
+    outcome, = asyncio.run(Runner(cfg, print_line=say).run_all(plan_runs(cfg)))
     state = RunStore(tmp_path / "results" / run_id).load()
     assert state is not None
     return outcome, state

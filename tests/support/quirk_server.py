@@ -14,10 +14,17 @@ benchmarks, so real OpenAI clients (ours, or a chat frontend's) meet what real s
   in the whole conversation, how tool-call ids look (empty, repeated per turn like Kimi), where
   reasoning comes back, and whether usage says how much of the prompt was cached.
 * Answers come from a `Responder(messages, tools) -> answer`, after any answers queued with
-  `reply(...)`. An answer is {"content", "tool_calls": [{"id"?, "name", "arguments"}], "reasoning"}.
+  `reply(...)`. An answer is {"content", "tool_calls": [{"id"?, "name", "arguments"}], "reasoning",
+  "finish_reason"?}.
+* A request's `max_tokens` (or `max_completion_tokens`) is honoured as real servers do: an answer
+  longer than that is cut there, tool-call arguments too, with `finish_reason: "length"`.
+* `calls_as_text` plays a server without a tool parser for its model (notes section 2b): the
+  answer's calls come back written into `content` in one model family's form (TEXT_CALL_FORMS:
+  Hermes/Qwen `<tool_call>`, Mistral `[TOOL_CALLS]`, Llama `<|python_tag|>`, bare JSON: only in an
+  answer without text, as a model writes it) and no `tool_calls`, `finish_reason: "stop"`.
 * `faults` make the next requests fail: an HTTP status (429, 500...), {"status": 429, "retry_after": 0.1},
   "hang" (no answer until the client gives up), "garbage" (200, not JSON), "html" (200, a proxy's
-  page) or "drop" (the connection closes).
+  page), "drop" (the connection closes) or {"delay": 1.5} (the answer, that much later).
 * Usage is counted with tiktoken over what was sent (messages and tools); cached tokens are the
   prefix shared with an earlier request, by OpenAI's rule (1024 tokens or more, in steps of 128).
 """
@@ -97,10 +104,40 @@ class Served:
     answer: dict[str, Any] = field(default_factory=dict)
 
 
+def _hermes(calls: list[dict[str, Any]]) -> str:
+    return "\n".join(f'<tool_call>\n{json.dumps({"name": c["name"], "arguments": _args(c)})}\n</tool_call>' for c in calls)
+
+
+def _mistral(calls: list[dict[str, Any]]) -> str:
+    return "[TOOL_CALLS]" + json.dumps([{"name": c["name"], "arguments": _args(c)} for c in calls])
+
+
+def _llama(calls: list[dict[str, Any]]) -> str:
+    return "<|python_tag|>" + "; ".join(json.dumps({"name": c["name"], "parameters": _args(c)}) for c in calls) + "<|eom_id|>"
+
+
+def _bare(calls: list[dict[str, Any]]) -> str:
+    items = [{"name": c["name"], "arguments": _args(c)} for c in calls]
+    return json.dumps(items[0] if len(items) == 1 else items)
+
+
+def _args(call: dict[str, Any]) -> Any:
+    try:
+        return json.loads(call["arguments"])
+    except ValueError:
+        return call["arguments"]  # broken arguments stay broken, as the model wrote them
+
+
+# How models write calls when the server has no parser for them (notes section 2b); bare JSON stands alone.
+TEXT_CALL_FORMS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
+    "hermes": _hermes, "mistral": _mistral, "llama": _llama, "bare": _bare}
+
+
 class QuirkServer:
     def __init__(self, responder: Responder, *, profile: str = "openai", model: str = "test-model",
                  chunk_delay_s: float = 0.0, encoding: str = "o200k_base", keep_requests: bool = True,
-                 usage: bool = True, token_scale: float = 1.0):
+                 usage: bool = True, token_scale: float = 1.0, calls_as_text: str | None = None):
+        self.calls_as_text = calls_as_text  # a form of TEXT_CALL_FORMS: calls come back written in the text
         self.responder = responder
         self.usage = usage  # False: answers without a usage object, as some local servers send them
         self.token_scale = token_scale  # prompt tokens as a tokenizer counting this much more than tiktoken would
@@ -152,6 +189,8 @@ class QuirkServer:
             answer = self.queued.pop(0) if self.queued else None
         if answer is None:
             answer = self.responder(body.get("messages", []), body.get("tools") or [])
+        answer = self._as_text(dict(answer))
+        answer = self._bounded(answer, body.get("max_completion_tokens") or body.get("max_tokens"))
         message = self._message(answer)
         prompt, cached = self._usage(body)
         prompt = round(prompt * self.token_scale)
@@ -161,8 +200,47 @@ class QuirkServer:
             self.served.append(served)
         return message, served
 
+    def _as_text(self, answer: dict[str, Any]) -> dict[str, Any]:
+        calls = answer.get("tool_calls") or []
+        if not self.calls_as_text or not calls:
+            return answer
+        content = answer.get("content") or ""
+        if self.calls_as_text == "bare" and content:  # bare JSON is a call only alone: beside text, parsed
+            return answer
+        written = TEXT_CALL_FORMS[self.calls_as_text](calls)
+        return {**answer, "content": f"{content}\n{written}".strip(), "tool_calls": []}
+
+    def _bounded(self, answer: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+        """The answer as a server stopping at `max_tokens` returns it: text first, then each call's
+        arguments, cut where the tokens ran out, `finish_reason: "length"`."""
+        if not isinstance(max_tokens, int):
+            return answer
+        left = max_tokens
+        content = answer.get("content") or ""
+        if self._counter.count(content) > left:
+            return {**answer, "content": self._cut(content, left), "tool_calls": [], "finish_reason": "length"}
+        left -= self._counter.count(content)
+        calls = []
+        for call in answer.get("tool_calls") or []:
+            if self._counter.count(call["arguments"]) > left:
+                calls.append({**call, "arguments": self._cut(call["arguments"], left)})
+                return {**answer, "tool_calls": calls, "finish_reason": "length"}
+            left -= self._counter.count(call["arguments"])
+            calls.append(call)
+        return answer
+
+    def _cut(self, text: str, tokens: int) -> str:
+        """The longest start of `text` within `tokens`."""
+        low, high = 0, len(text)
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if self._counter.count(text[:mid]) <= tokens else (low, mid - 1)
+        return text[:low]
+
     def _message(self, answer: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": answer.get("content")}
+        if answer.get("finish_reason"):
+            message["finish_reason"] = answer["finish_reason"]  # taken off before it is sent
         if answer.get("reasoning"):
             message[self.profile.reasoning_field] = answer["reasoning"]
         calls = []
@@ -229,9 +307,14 @@ def _completion(model: str, message: dict[str, Any], served: Served, cache_rule:
                              "total_tokens": served.prompt_tokens + served.completion_tokens}
     if served.cached_tokens is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": served.cached_tokens}
-    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    finish = _finish(message)
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
+def _finish(message: dict[str, Any]) -> str:
+    """The finish reason of a message (taking off the one an answer set, which is no message field)."""
+    return message.pop("finish_reason", None) or ("tool_calls" if message.get("tool_calls") else "stop")
 
 
 # -- validation -----------------------------------------------------------------------------------------
@@ -407,8 +490,11 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
             error = {"error": {"message": message, "type": "invalid_request_error", "code": status}}
             self._send_json(status, [error] if owner.profile.error_body_array else error, headers)
 
-        def _fault(self, fault: int | str | dict[str, Any]) -> None:
-            if fault == "hang":
+        def _fault(self, fault: int | str | dict[str, Any], body: dict[str, Any]) -> None:
+            if isinstance(fault, dict) and "delay" in fault:  # a slow answer: the same answer, later
+                owner._stopping.wait(fault["delay"])
+                self._answer(body)
+            elif fault == "hang":
                 owner._stopping.wait(120)
                 self.close_connection = True
             elif fault == "drop":
@@ -434,8 +520,11 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
             if owner.keep_requests:
                 owner.requests.append(body)
             if owner.faults:
-                self._fault(owner.faults.pop(0))
+                self._fault(owner.faults.pop(0), body)
                 return
+            self._answer(body)
+
+        def _answer(self, body: dict[str, Any]) -> None:
             try:
                 message, served = owner.answer(body)
             except Refused as e:
@@ -462,7 +551,7 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
                     time.sleep(owner.chunk_delay_s)
             for n, call in enumerate(message.get("tool_calls") or []):
                 self._chunk({"tool_calls": [{"index": n, **call}]})
-            self._chunk({}, finish="tool_calls" if message.get("tool_calls") else "stop")
+            self._chunk({}, finish=_finish(message))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
@@ -485,6 +574,34 @@ def rewriting(respond: Responder, change: Callable[[dict[str, Any], int], dict[s
         return change(respond(messages, tools), next(served))
 
     return changed
+
+
+def injecting(responder: Responder, every: int, bad: list[dict[str, Any]]) -> Responder:
+    """Every `every`-th request gets the next bad turn; the good responder never sees the bad turns
+    (calls with ids starting `bad_`, their results, the persona loop's notes after empty or refused turns)."""
+    queue, count = list(bad), [0]
+    nudge, refused = _loop_notes()
+
+    def ours(m: dict[str, Any]) -> bool:
+        ids = [c["id"] for c in m.get("tool_calls") or []] + [m.get("tool_call_id") or ""]
+        return any(i.startswith("bad_") for i in ids) or m.get("content") == nudge \
+            or (m.get("content") or "").startswith(refused)
+
+    def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        count[0] += 1
+        if queue and count[0] % every == 0:
+            return queue.pop(0)
+        return responder([m for m in messages if not ours(m)], tools)
+
+    return respond
+
+
+def _loop_notes() -> tuple[str, str]:
+    """What the persona loop tells a model after an empty turn, and how its note on a refused message starts."""
+    from persona.engine.guard import REFUSAL_START
+    from persona.engine.loop import EMPTY_TURN_NUDGE
+
+    return EMPTY_TURN_NUDGE, REFUSAL_START
 
 
 # How reasoning models leak their thoughts into the text (notes section 2c), each a function of the text.
