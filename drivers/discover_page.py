@@ -39,6 +39,10 @@ DISCOVER_JS = in_page(r"""
     walk(el);
     return norm(out);
   };
+  // Text no one reads as the message: icon fonts ("smart_toy" in Material Symbols), hidden from assistive tech.
+  const iconic = (el) => !!(el.closest && el.closest("[aria-hidden='true'], svg")) ||
+    /icon|material|symbol|awesome|glyph|emoji/i.test(getComputedStyle(el).fontFamily || "") ||
+    /(^|[-_ ])(icon|icons|material-icons|material-symbols\w*)([-_ ]|$)/i.test(typeof el.className === "string" ? el.className : "");
   const ownText = (el) => norm([...el.childNodes].filter((c) => c.nodeType === 3).map((c) => c.data).join(" "));
   const cssq = (v) => '"' + String(v).replace(/["\\]/g, "\\$&") + '"';
   const name = (el) => norm(el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt") ||
@@ -52,6 +56,7 @@ DISCOVER_JS = in_page(r"""
   const SKIP_ATTR = /^(id|class|style|href|src|srcset|d|viewbox|xmlns|tabindex|for|value|contenteditable|draggable|spellcheck|autocomplete|autocorrect|autocapitalize|rows|cols|maxlength|dir|lang|width|height|loading|decoding|disabled|hidden|checked|open|aria-hidden|aria-describedby|aria-labelledby|aria-controls|aria-owns|aria-activedescendant|aria-expanded|aria-selected|aria-pressed|aria-disabled|aria-busy|aria-live|aria-atomic|aria-posinset|aria-setsize|aria-rowindex|aria-colindex|aria-level|enterkeyhint|inputmode|jsaction|jscontroller|jsname|jslog|ng-\w+|_ng\w*|v-\w+|data-v-\w+)$/i;
   const VOLATILE_ATTR = /(^|[-_])(id|key|index|idx|uuid|guid|time|timestamp|ts|date|created|updated|pos|position|order|seq|count|state|status|testid-\d+)([-_]|$)/i;
   // Identity, not kind: long numbers (ids, times), hex or UUID ids, a word with a number (message-12, row3), paths.
+  const STATE_ATTR = /(^|[-_])(active|selected|current|expanded|checked|pressed|open|focus|focused|hover|disabled|loading|busy|visible|hidden|highlighted|state|status|streaming|pending|last|first|new)([-_]|$)/i;
   const uniqueLooking = (v) => /\d{5,}/.test(v) || /[0-9a-f]{12,}/i.test(v) || /^[a-z]+[-_]?\d+$/i.test(v) ||
                                /[:\/]/.test(v) || v.length > 60;
   const semanticId = (id) => /^[a-z][a-z_-]{2,40}$/i.test(id) && !/^(ember|react|radix|headlessui|mui|rc|el)[-_]/i.test(id);
@@ -64,6 +69,7 @@ DISCOVER_JS = in_page(r"""
       if (SKIP_ATTR.test(n) || n.startsWith("on")) continue;
       if (VOLATILE_ATTR.test(n) && !/^(data-testid|data-test|data-qa|data-cy)$/.test(n)) continue;
       if (v === "" || uniqueLooking(v)) continue;
+      if (STATE_ATTR.test(n) || /^(true|false)$/i.test(v)) continue;  // a state, which changes: data-active="true"
       // A role or test id, or an attribute of the page's own that names a kind (data-author, data-message-type).
       const strong = /^(role|data-testid|data-test|data-qa|data-cy)$/.test(n) ||
                      (n !== "type" && /author|role|from|sender|kind|type/.test(n));
@@ -145,8 +151,26 @@ DISCOVER_JS = in_page(r"""
       const sameForm = !!(input && el.form && el.form === input.form) ||
                        !!(input && input.closest && el.closest && input.closest("form") && input.closest("form") === el.closest("form"));
       return {id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), type: el.getAttribute("type") || "",
+              role: el.getAttribute("role") || "",
               disabled: !!(el.disabled || el.getAttribute("aria-disabled") === "true"), fixed, corner, near, sameForm,
               href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height};
+    });
+  }
+
+  // Launchers: small elements fixed in a corner of the window that take clicks (a bubble is often a
+  // bare div with an icon and a script's click handler: no role, no name).
+  function launchers() {
+    return Q.all("*").filter((el) => {
+      if (!visible(el) || getComputedStyle(el).position !== "fixed") return false;
+      const r = el.getBoundingClientRect();
+      const corner = Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160;
+      const clicky = getComputedStyle(el).cursor === "pointer" || el.matches(CLICKABLE) || !!el.querySelector(CLICKABLE);
+      return corner && clicky && r.width >= 24 && r.height >= 24 && r.width <= 160 && r.height <= 160;
+    }).map((el) => {
+      const target = el.matches(CLICKABLE) ? el : (el.querySelector(CLICKABLE) || el);
+      return {id: ref(target), tag: target.tagName.toLowerCase(), name: name(target), fixed: true, corner: true,
+              href: target.tagName === "A" ? (target.getAttribute("href") || "") : null, w: el.offsetWidth, h: el.offsetHeight,
+              disabled: false, near: null, sameForm: false, type: ""};
     });
   }
 
@@ -188,7 +212,7 @@ DISCOVER_JS = in_page(r"""
       if (!after || Q.contains(mine, el) || el.isContentEditable || /^(TEXTAREA|INPUT|SCRIPT|STYLE|BUTTON|svg)$/i.test(el.tagName)) continue;
       if (el.closest && el.closest("button, [role=button], form, textarea")) continue;
       const t = ownText(el);
-      if (t && visible(el)) out.push(el);
+      if (t && visible(el) && !iconic(el)) out.push(el);
     }
     return out;
   }
@@ -247,17 +271,22 @@ DISCOVER_JS = in_page(r"""
     const chain = chainIn(first.holder, list);
     const tried = [], ok = [], seen = new Set();
     for (const c of candidatesFor(chain).sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length)) {
-      if (seen.has(c.sel)) continue;
+      if (seen.has(c.sel) || ok.length >= 16) continue;
       seen.add(c.sel);
       let hits;
       try { hits = Q.all(c.sel); } catch (e) { continue; }
       const why = judgeBubbles(hits, side, others, list);
       if (why) { if (tried.length < 40) tried.push([c.sel, why]); continue; }
-      ok.push({sel: c.sel, rank: c.rank});
-      if (ok.length >= 5) break;
+      // A bubble that also holds an avatar's icon text, a name or a time reads worse than the message alone.
+      const extra = Math.max(...side.map((s) => deepText(hits.find((h) => h === s.row || Q.contains(s.row, h))).length - s.message.length));
+      ok.push({sel: c.sel, rank: c.rank + (extra > 2 ? 1.5 : 0)});
     }
-    return {ok: ok.map((c) => c.sel), rejected: tried.slice(0, 12)};
+    ok.sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length);
+    return {ok: ok.slice(0, 5).map((c) => c.sel), rejected: tried.slice(0, 12)};
   }
+  // What a person reads as the message in a row: its text holders, icons left out.
+  const messageText = (row) => norm([row, ...Q.all("*", row)].filter((el) => ownText(el) && !iconic(el) && visible(el))
+                                                             .map(ownText).join(" "));
   function judgeBubbles(hits, side, others, list) {
     if (!hits.length) return "matches nothing";
     const outside = hits.filter((h) => !Q.contains(list, h) || h === list);
@@ -267,7 +296,7 @@ DISCOVER_JS = in_page(r"""
       if (inRow.length !== 1) return `matches ${inRow.length} elements in one of its rows (wants 1)`;
       const text = deepText(inRow[0]);
       if (!text.includes(norm(ownText(s.holder)).slice(0, 40))) return "misses the row's text";
-      if (text.length < 0.6 * s.text.length) return "holds only part of the row's text";
+      if (text.length < 0.6 * s.message.length) return "holds only part of the row's text";
     }
     for (const o of others) if (hits.some((h) => h === o.row || Q.contains(o.row, h))) return "also matches the other side's bubble";
     for (const a of hits) for (const b of hits) if (a !== b && Q.contains(a, b)) return "matches an element and one inside it";
@@ -288,10 +317,10 @@ DISCOVER_JS = in_page(r"""
       if (!r || r === row) continue;
       if (!byRow.has(r)) byRow.set(r, h);
     }
-    const reply = [...byRow.entries()].map(([r, h]) => ({row: r, holder: h, text: deepText(r)}))
+    const reply = [...byRow.entries()].map(([r, h]) => ({row: r, holder: h, text: deepText(r), message: messageText(r)}))
                      .filter((s) => s.text && !/^(…|\.\.\.|thinking|typing|loading)/i.test(s.text));
     if (!reply.length) return {error: "the reply has no text of its own"};
-    const me = [{row, holder: mine, text: deepText(row)}];
+    const me = [{row, holder: mine, text: deepText(row), message: messageText(row)}];
     const assistant = pick(reply, me, list), user = pick(me, reply, list);
     return {assistant, user, rows: reply.length, replyTexts: reply.map((s) => s.text.slice(0, 300)),
             ourText: me[0].text.slice(0, 300), list: ref(list)};
@@ -346,6 +375,7 @@ DISCOVER_JS = in_page(r"""
   if (op === "guess") return guess();
   if (op === "inputs") return inputs();
   if (op === "controls") return controls(arg === undefined ? null : arg);
+  if (op === "launchers") return launchers();
   if (op === "selector") return controlSelectors(get(arg));
   if (op === "ref") return ref(arg);
   if (op === "count") return Q.all(arg).length;
