@@ -20,6 +20,10 @@ PROFILE_MODULES = {
     "librechat": "drivers.librechat",
     "hermes": "drivers.hermes",
     "deep_chat": "drivers.deep_chat",
+    "n8n_chat": "drivers.n8n_chat",
+    "flowise": "drivers.flowise",
+    "botframework_webchat": "drivers.botframework_webchat",
+    "assistant_ui": "drivers.assistant_ui",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (the dry run's oracle agent, persona/engine/oracle.py)
