@@ -179,8 +179,7 @@ class Discoverer:
         candidates = []
         for frame in await self.frames():
             with contextlib.suppress(PlaywrightError, DriverError):
-                found = await _call(frame, "controls") + await _call(frame, "launchers")
-                for c in {c["id"]: c for c in found}.values():
+                for c in await _call(frame, "launchers"):
                     score = (3 if c["fixed"] and c["corner"] else 0) + (3 if _LAUNCHER_NAME.search(c["name"]) else 0) \
                         + (1 if c["w"] < 130 and c["h"] < 130 else 0)
                     if c["href"] not in (None, "", "#") or score < 3 or (frame.url, str(c["id"])) in tried:

@@ -69,7 +69,7 @@ def test_a_benchmark_plays_through_the_real_frontend(frontend: Frontend, tmp_pat
         _assert_played(run_id, again, tmp_path / "results", model, done_marker=False)
     print(f"\n{frontend.name} {installed.versions}: install {installed.seconds:.0f} s (0 = cached), "
           f"ready {running.started_s:.0f} s, run {played:.0f} s, discovery {discovered_s:.0f} s")
-    print(_compare(build_profile(frontend.name, {}, {}).selectors.model_dump(), agent))
+    print(compare_profiles(frontend.name, agent))
 
 
 def _assert_played(run_id: str, done, results: Path, model: ChatModel, *, done_marker: bool) -> None:
@@ -105,13 +105,15 @@ def _assert_played(run_id: str, done, results: Path, model: ChatModel, *, done_m
             assert KEY.encode() not in path.read_bytes(), path
 
 
-def _compare(ready: dict[str, str | None], discovered: dict) -> str:
-    """The ready profile's selectors beside the discovered ones, for the test's output."""
-    found = discovered["selectors"]
-    keys = [k for k in ready if ready[k] or found.get(k)]
-    rows = [f"  {k:<18} ready {ready[k]!s:<48} discovered {found.get(k)!s}" for k in keys]
-    extra = {k: v for k, v in discovered.items() if k in ("frame", "options")}
-    return "selectors, ready profile against discovered:\n" + "\n".join(rows) + (f"\n  {extra}" if extra else "")
+def compare_profiles(driver: str, discovered: dict) -> str:
+    """The ready profile's selectors beside the discovered ones, for a test's output (and the issue's note)."""
+    ready = build_profile(driver, {}, {})
+    assert ready is not None
+    mine, found = ready.selectors.model_dump(), discovered["selectors"]
+    keys = [k for k in mine if mine[k] or found.get(k)]
+    rows = [f"  {k:<18} ready {mine[k]!s:<48} discovered {found.get(k)!s}" for k in keys]
+    options = {k: v for k, v in discovered.items() if k in ("frame", "options")}
+    return f"{driver}: ready profile against discovered:\n" + "\n".join(rows) + (f"\n  {options}" if options else "")
 
 
 def _tail(path: Path, lines: int = 40) -> str:
