@@ -60,7 +60,7 @@ QUIET_UNSURE_S = 6.0  # ... or this long whatever shows
 LAUNCHER_AFTER_S = 2.0  # a page with no text box this long after loading may hide its chat behind a launcher
 
 _LAUNCHER_NAME = re.compile(r"chat|help|support|message|assistant|ask|talk|contact|open|bot|💬|чат|помощ", re.I)
-_SEND_NAME = re.compile(r"\bsend\b|submit|отправ|➤|➢|▶|↑|⬆|arrow", re.I)
+_SEND_NAME = re.compile(r"\bsend\b|submit|отправ|➤|➢|▶|↑|⬆", re.I)
 _NOT_SEND = re.compile(r"stop|cancel|new|attach|upload|file|mic|voice|record|emoji|clear|delete|menu|settings|close|share|copy", re.I)
 _NEW_CHAT = re.compile(r"\bnew\b.{0,12}\b(chat|conversation|session|thread|topic|dialog)|^\s*new\s*$|start\s+(a\s+)?(new|over)|"
                        r"\brestart\b|\breset\b|^\s*clear\b|новый\s+(чат|диалог)|^\s*[+＋]\s*$", re.I)
@@ -179,7 +179,7 @@ class Discoverer:
         candidates = []
         for frame in await self.frames():
             with contextlib.suppress(PlaywrightError, DriverError):
-                for c in await _call(frame, "controls"):
+                for c in await _call(frame, "launchers"):
                     score = (3 if c["fixed"] and c["corner"] else 0) + (3 if _LAUNCHER_NAME.search(c["name"]) else 0) \
                         + (1 if c["w"] < 130 and c["h"] < 130 else 0)
                     if c["href"] not in (None, "", "#") or score < 3 or (frame.url, str(c["id"])) in tried:
@@ -237,19 +237,34 @@ class Discoverer:
 
     # -- 3, 4: send, the exchange, the bubbles -----------------------------------------------------
 
+    async def type_into(self, frame: Frame, input_sel: str, text: str) -> None:
+        """Type the message and see it stay: an app finishing its start-up may clear the first typing."""
+        box = frame.locator(input_sel).first
+        for _ in range(3):
+            await box.fill(text, timeout=PAGE_GRACE_S * 1000)
+            await asyncio.sleep(0.5)  # the window in which such apps clear it (a quiet window, not a sync)
+            if " ".join((await box.evaluate("el => el.value ?? el.innerText ?? ''")).split()) == " ".join(text.split()):
+                return
+            self.say("the page cleared what was typed (an app still starting up?): typing it again")
+        raise _Out("the page keeps clearing the text box: nothing can be typed into it")
+
     async def send_control(self, frame: Frame, input_id: int, input_sel: str, text: str) -> str | None:
+        """A button by the input that is named for sending, submits its form, or became enabled with the text."""
         before = {c["id"]: c for c in await _call(frame, "controls", input_id)}
-        await frame.locator(input_sel).first.fill(text, timeout=PAGE_GRACE_S * 1000)
+        await self.type_into(frame, input_sel, text)
         best, best_score, weighed = None, 2.5, []
         for c in await _call(frame, "controls", input_id):
-            if c["disabled"] or _NOT_SEND.search(c["name"]) or c["href"] not in (None, ""):
+            buttonish = c["tag"] in ("button", "input") or c["role"] == "button"
+            if c["disabled"] or not buttonish or _NOT_SEND.search(c["name"]) or c["href"] not in (None, ""):
                 continue
-            score = (3 if c["sameForm"] else 0) + (3 if c["type"] == "submit" else 0) + (4 if _SEND_NAME.search(c["name"]) else 0)
+            was = before.get(c["id"])
+            enabled_now = was is not None and was["disabled"]  # it became enabled once there was text
+            named = bool(_SEND_NAME.search(c["name"]))
+            if not (named or c["type"] == "submit" or enabled_now):
+                continue  # a button that only stands near the input is no evidence
+            score = (3 if c["sameForm"] else 0) + (3 if c["type"] == "submit" else 0) + (4 if named else 0) + (3 if enabled_now else 0)
             if c["near"] is not None and c["near"] < 300:
                 score += 2 * (1 - c["near"] / 300)
-            was = before.get(c["id"])
-            if was is not None and was["disabled"]:
-                score += 3  # it became enabled once there was text
             weighed.append(f"{c['name'][:30]!r} scored {score:.1f}")
             if score > best_score:
                 best, best_score = c, score
@@ -266,16 +281,23 @@ class Discoverer:
     async def exchange(self, frame: Frame, input_sel: str, send: str | None, text: str) -> dict[str, Any]:
         """Send the one marked message (typed already) and wait for the reply to settle; the page's state."""
         await _call(frame, "arm", self.tag)
+        box = frame.locator(input_sel).first
         if send:
             await frame.locator(send).first.click(timeout=PAGE_GRACE_S * 1000)
         else:
-            await frame.locator(input_sel).first.press("Enter", timeout=PAGE_GRACE_S * 1000)
-        shown_by = time.monotonic() + 10
+            await box.press("Enter", timeout=PAGE_GRACE_S * 1000)
+        shown_by, enter_at = time.monotonic() + 10, time.monotonic() + 3
         state: dict[str, Any] = {}
         while not state.get("ours"):
             state = await _call(frame, "state")
             if state.get("ours"):
                 break
+            if send and time.monotonic() > enter_at and text.split()[0] in await box.evaluate("el => el.value ?? el.innerText ?? ''"):
+                # the button did not send (the text is still there, so nothing was sent): Enter, once
+                self.result.selectors.pop("send", None)
+                self.note("send", None, f"{send!r} did not send the message (it stayed in the text box): Enter sends")
+                await box.press("Enter", timeout=PAGE_GRACE_S * 1000)
+                send = None
             if time.monotonic() > min(shown_by, self.deadline):
                 raise _Out(f"our message did not show in the chat after pressing {send or 'Enter'!r}")
             await asyncio.sleep(POLL_S)
@@ -368,50 +390,51 @@ class Discoverer:
         self.note("history", None, "a reload shows an empty chat: keeps_history false")
         return frame, False
 
-    async def new_chat_candidates(self, frame: Frame) -> list[tuple[Frame, dict[str, Any]]]:
-        """Controls named for a new chat, in the chat's frame first, then in the page."""
-        out = []
+    async def new_chat_controls(self, frame: Frame) -> list[tuple[bool, str, str]]:
+        """Controls named for a new chat, in the chat's frame first, then in the page: (in the page's
+        own frame, selector, name); selectors, so they can be found again after a reload."""
+        out: list[tuple[bool, str, str]] = []
         for scope in dict.fromkeys([frame, self.page.main_frame]):
             with contextlib.suppress(PlaywrightError, DriverError):
-                out += [(scope, c) for c in await _call(scope, "controls") if _NEW_CHAT.search(c["name"])]
+                for c in await _call(scope, "controls"):
+                    if _NEW_CHAT.search(c["name"]):
+                        sels = await _call(scope, "selector", c["id"])
+                        if sels and all(sels[0] != known for _, known, _ in out):
+                            out.append((scope is self.page.main_frame, sels[0], c["name"]))
         return out
 
-    async def new_chat(self, frame: Frame, kept: bool) -> None:
+    async def new_chat(self, frame: Frame, kept: bool, remembered: list[tuple[bool, str, str]]) -> None:
         """A control that empties the chat (tried only while the chat still shows our message); else a
         reload where it empties the chat, else forgetting the origin's storage."""
-        candidates = await self.new_chat_candidates(frame)
+        controls = remembered + [c for c in await self.new_chat_controls(frame) if c not in remembered]
         weighed: list[str] = []
         if not kept:  # the reload emptied the chat already: the probe's own New chat will check a control
-            for scope, c in candidates:
-                sels = await _call(scope, "selector", c["id"])
-                if sels:
-                    self.result.selectors["new_chat"] = sels[0]
-                    self.note("new chat", sels[0], f"named {c['name']!r} (checked by the probe: a reload already emptied the chat)")
-                    return
+            if controls:
+                _, sel, label = controls[0]
+                self.result.selectors["new_chat"] = sel
+                self.note("new chat", sel, f"named {label!r} (checked by the probe: a reload already emptied the chat)")
+                return
             self.result.options["new_session"] = "reload"
             self.note("new chat", None, "no control named for it; a reload empties the chat: new_session reload")
             return
-        for scope, c in candidates[:5]:
-            sels = await _call(scope, "selector", c["id"])
-            if not sels:
-                weighed.append(f"{c['name']!r}: no stable selector")
-                continue
+        for in_page, sel, label in controls[:5]:
+            scope = self.page.main_frame if in_page else await self.reopened()
             before = {d["id"] for d in await _call(scope, "controls")}
             try:
-                await scope.locator(sels[0]).first.click(timeout=PAGE_GRACE_S * 1000)
+                await scope.locator(sel).filter(visible=True).first.click(timeout=PAGE_GRACE_S * 1000)
             except PlaywrightError as e:
-                weighed.append(f"{sels[0]!r}: {str(e).splitlines()[0]}")
+                weighed.append(f"{sel!r}: {str(e).splitlines()[0]}")
                 continue
             confirm = await self.confirm(scope, before)
             chat = await self.reopened()
             if await self.empties(chat, 5):
-                self.result.selectors["new_chat"] = sels[0]
+                self.result.selectors["new_chat"] = sel
                 if confirm:
                     self.result.selectors["new_chat_confirm"] = confirm
-                self.note("new chat", sels[0], f"named {c['name']!r}: clicking it emptied the chat" +
+                self.note("new chat", sel, f"named {label!r}: clicking it emptied the chat" +
                           (f", after confirming with {confirm!r}" if confirm else ""), weighed)
                 return
-            weighed.append(f"{sels[0]!r}: the chat still shows our message after clicking it")
+            weighed.append(f"{sel!r}: the chat still shows our message after clicking it")
         self.note("new chat", None, "no control named for a new chat empties it: trying the browser's storage", weighed)
         await self.forget_storage()
 
@@ -473,8 +496,9 @@ class Discoverer:
                 self.result.selectors["send"] = send_sel
             await self.exchange(frame, input_sels[0], send_sel, text)
             await self.bubbles(frame)
+            remembered = await self.new_chat_controls(frame)  # some show only while the chat has messages
             frame, kept = await self.history_kept()
-            await self.new_chat(frame, kept)
+            await self.new_chat(frame, kept, remembered)
         except _Out as e:
             self.result.problems.append(str(e))
             self.say(f"stopped: {e}")
@@ -488,18 +512,16 @@ class Discoverer:
         """Typing nothing: the send control and New chat by their names, the bubbles by names of a side
         on bubbles already shown (a welcome); what is missing is said."""
         for c in await _call(frame, "controls", input_id):
-            if not c["disabled"] and _SEND_NAME.search(c["name"]) and not _NOT_SEND.search(c["name"]):
+            buttonish = c["tag"] in ("button", "input") or c["role"] == "button"
+            if buttonish and not c["disabled"] and _SEND_NAME.search(c["name"]) and not _NOT_SEND.search(c["name"]):
                 sels = await _call(frame, "selector", c["id"])
                 if sels:
                     self.result.selectors["send"] = sels[0]
                     self.note("send", sels[0], f"named {c['name']!r} (not tried: --no-send)")
                     break
-        for scope, c in await self.new_chat_candidates(frame):
-            sels = await _call(scope, "selector", c["id"])
-            if sels:
-                self.result.selectors["new_chat"] = sels[0]
-                self.note("new chat", sels[0], f"named {c['name']!r} (checked by the probe)")
-                break
+        for _, sel, label in (await self.new_chat_controls(frame))[:1]:
+            self.result.selectors["new_chat"] = sel
+            self.note("new chat", sel, f"named {label!r} (checked by the probe)")
         guessed = await _call(frame, "guess")
         for side, part in (("assistant", "assistant_message"), ("user", "user_message")):
             if side in guessed:

@@ -39,6 +39,12 @@ DISCOVER_JS = in_page(r"""
     walk(el);
     return norm(out);
   };
+  // Text no one reads as the message: icon fonts ("smart_toy" in Material Symbols), hidden from assistive tech.
+  const iconic = (el) => !!(el.closest && el.closest("[aria-hidden='true'], svg")) ||
+    /icon|material|symbol|awesome|glyph/i.test((getComputedStyle(el).fontFamily || "").split(",")[0]) ||  // the font used, not the fallbacks
+    /(^|[-_ ])(icon|icons|material-icons|material-symbols\w*)([-_ ]|$)/i.test(typeof el.className === "string" ? el.className : "");
+  // Shown to a reader: visible, bigger than the 1px labels kept for screen readers, not an icon.
+  const readable = (el) => { if (!visible(el) || iconic(el)) return false; const r = el.getBoundingClientRect(); return r.width > 2 && r.height > 2; };
   const ownText = (el) => norm([...el.childNodes].filter((c) => c.nodeType === 3).map((c) => c.data).join(" "));
   const cssq = (v) => '"' + String(v).replace(/["\\]/g, "\\$&") + '"';
   const name = (el) => norm(el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt") ||
@@ -47,16 +53,19 @@ DISCOVER_JS = in_page(r"""
   // -- stable features ------------------------------------------------------------------------------
   // What identifies an element without saying where it is: attributes that name a role or a kind, and
   // class names; not what changes with state, position or identity.
-  const STATE = /(^|[-_])(active|hover|focus|focused|selected|open|opened|closed|show|shown|hidden|visible|fade|animat\w*|loading|streaming|pending|typing|new|last|first|odd|even|disabled|enabled|current|expanded|collapsed|dragging|transition\w*)([-_]|$)/i;
+  const STATE = /(^|[-_])(active|hover|focus|focused|selected|open|opened|closed|show|shown|hidden|visible|fade|animat\w*|loading|streaming|pending|typing|last|first|odd|even|disabled|enabled|current|expanded|collapsed|dragging|transition\w*)([-_]|$)/i;
   const SEMANTIC = /(assistant|bot|ai|agent|model|reply|response|answer|incoming|received|inbound|user|human|me|mine|self|own|sent|outgoing|outbound|question|prompt|message|msg|bubble|chat|composer|input|send|stop|typing|launcher|widget)/i;
   const SKIP_ATTR = /^(id|class|style|href|src|srcset|d|viewbox|xmlns|tabindex|for|value|contenteditable|draggable|spellcheck|autocomplete|autocorrect|autocapitalize|rows|cols|maxlength|dir|lang|width|height|loading|decoding|disabled|hidden|checked|open|aria-hidden|aria-describedby|aria-labelledby|aria-controls|aria-owns|aria-activedescendant|aria-expanded|aria-selected|aria-pressed|aria-disabled|aria-busy|aria-live|aria-atomic|aria-posinset|aria-setsize|aria-rowindex|aria-colindex|aria-level|enterkeyhint|inputmode|jsaction|jscontroller|jsname|jslog|ng-\w+|_ng\w*|v-\w+|data-v-\w+)$/i;
   const VOLATILE_ATTR = /(^|[-_])(id|key|index|idx|uuid|guid|time|timestamp|ts|date|created|updated|pos|position|order|seq|count|state|status|testid-\d+)([-_]|$)/i;
   // Identity, not kind: long numbers (ids, times), hex or UUID ids, a word with a number (message-12, row3), paths.
+  const STATE_ATTR = /(^|[-_])(active|selected|current|expanded|checked|pressed|open|focus|focused|hover|disabled|loading|busy|visible|hidden|highlighted|state|status|streaming|pending|last|first|new)([-_]|$)/i;
   const uniqueLooking = (v) => /\d{5,}/.test(v) || /[0-9a-f]{12,}/i.test(v) || /^[a-z]+[-_]?\d+$/i.test(v) ||
                                /[:\/]/.test(v) || v.length > 60;
-  const semanticId = (id) => /^[a-z][a-z_-]{2,40}$/i.test(id) && !/^(ember|react|radix|headlessui|mui|rc|el)[-_]/i.test(id);
+  // An id a person wrote (#send-button), not one a framework made (#radix-3, #webchat__layout__id--zdaou).
+  const semanticId = (id) => /^[a-z][a-z_-]{2,40}$/i.test(id) && !/^(ember|react|radix|headlessui|mui|rc|el)[-_]/i.test(id) &&
+                             !/--|(^|[-_])(id|uid|key)([-_]|$)/i.test(id);
 
-  function features(el) {
+  function features(el, bubble = false) {
     const tag = el.tagName.toLowerCase();
     const out = [];
     for (const a of el.attributes) {
@@ -64,12 +73,13 @@ DISCOVER_JS = in_page(r"""
       if (SKIP_ATTR.test(n) || n.startsWith("on")) continue;
       if (VOLATILE_ATTR.test(n) && !/^(data-testid|data-test|data-qa|data-cy)$/.test(n)) continue;
       if (v === "" || uniqueLooking(v)) continue;
+      if (STATE_ATTR.test(n) || /^(true|false)$/i.test(v)) continue;  // a state, which changes: data-active="true"
       // A role or test id, or an attribute of the page's own that names a kind (data-author, data-message-type).
       const strong = /^(role|data-testid|data-test|data-qa|data-cy)$/.test(n) ||
                      (n !== "type" && /author|role|from|sender|kind|type/.test(n));
       out.push({sel: `[${n}=${cssq(v)}]`, rank: strong ? 0 : (n === "aria-label" || n === "name" || n === "placeholder" || n === "title" ? 1 : 2)});
     }
-    if (el.id && semanticId(el.id)) out.push({sel: "#" + CSS.escape(el.id), rank: 1});
+    if (el.id && semanticId(el.id) && !bubble) out.push({sel: "#" + CSS.escape(el.id), rank: 1});  // one bubble's, never all
     for (const c of el.classList) {
       if (!c || STATE.test(c) || uniqueLooking(c)) continue;
       out.push({sel: "." + CSS.escape(c), rank: SEMANTIC.test(c) ? 1 : 3});
@@ -145,9 +155,31 @@ DISCOVER_JS = in_page(r"""
       const sameForm = !!(input && el.form && el.form === input.form) ||
                        !!(input && input.closest && el.closest && input.closest("form") && input.closest("form") === el.closest("form"));
       return {id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), type: el.getAttribute("type") || "",
+              role: el.getAttribute("role") || "",
               disabled: !!(el.disabled || el.getAttribute("aria-disabled") === "true"), fixed, corner, near, sameForm,
               href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height};
     });
+  }
+
+  // Launchers: small elements fixed in a corner of the window that take clicks (a bubble is often a
+  // bare div with an icon and a script's click handler: no role, no name).
+  function launchers() {
+    const shown = (el) => el.checkVisibility ? el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) : visible(el);
+    const pointer = (el) => getComputedStyle(el).cursor === "pointer";
+    const fixedWithin = (el) => { for (let p = el; p; p = up(p)) if (p.nodeType === 1 && getComputedStyle(p).position === "fixed") return true; return false; };
+    const out = [];
+    for (const el of Q.all("*")) {
+      if (!(el.matches(CLICKABLE) || pointer(el)) || (up(el) && up(el).nodeType === 1 && pointer(up(el)) && !el.matches(CLICKABLE))) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width < 24 || r.height < 24 || r.width > 160 || r.height > 160 || !shown(el)) continue;
+      if (!(Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160) || !fixedWithin(el)) continue;
+      const hit = el.getRootNode().elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+      if (!hit || !(hit === el || Q.contains(el, hit))) continue;  // covered, or not taking pointer events
+      out.push({id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), fixed: true, corner: true,
+                href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height,
+                disabled: false, near: null, sameForm: false, type: "", role: el.getAttribute("role") || ""});
+    }
+    return out;
   }
 
   // -- watching the exchange -----------------------------------------------------------------------
@@ -175,7 +207,7 @@ DISCOVER_JS = in_page(r"""
     if (w.ours && w.ours.isConnected) return w.ours;
     for (const el of Q.all("*")) {
       if (el.isContentEditable || /^(TEXTAREA|INPUT|SCRIPT|STYLE|TITLE)$/.test(el.tagName)) continue;
-      if (ownText(el).includes(w.tag)) { w.ours = el; return el; }
+      if (ownText(el).includes(w.tag) && readable(el)) { w.ours = el; return el; }
     }
     return null;
   }
@@ -188,7 +220,7 @@ DISCOVER_JS = in_page(r"""
       if (!after || Q.contains(mine, el) || el.isContentEditable || /^(TEXTAREA|INPUT|SCRIPT|STYLE|BUTTON|svg)$/i.test(el.tagName)) continue;
       if (el.closest && el.closest("button, [role=button], form, textarea")) continue;
       const t = ownText(el);
-      if (t && visible(el)) out.push(el);
+      if (t && readable(el)) out.push(el);
     }
     return out;
   }
@@ -225,9 +257,9 @@ DISCOVER_JS = in_page(r"""
   function candidatesFor(chain) {
     const comps = [];
     chain.forEach((el, depth) => {
-      for (const f of features(el)) comps.push({el, depth, sel: f.sel, rank: f.rank, tag: !!f.tag});
+      for (const f of features(el, true)) comps.push({el, depth, sel: f.sel, rank: f.rank, tag: !!f.tag});
       const tag = el.tagName.toLowerCase();
-      const fs = features(el).filter((f) => !f.tag);
+      const fs = features(el, true).filter((f) => !f.tag);
       for (let i = 0; i < fs.length; i++) for (let j = i + 1; j < fs.length; j++) {
         comps.push({el, depth, sel: (/^[.\[]/.test(fs[i].sel) ? "" : tag) + fs[i].sel + fs[j].sel, rank: Math.max(fs[i].rank, fs[j].rank) + 0.3});
       }
@@ -241,23 +273,45 @@ DISCOVER_JS = in_page(r"""
     return out;
   }
 
+  // A feature the other side's bubble has and this side's lacks, negated: `.bubble:not(.bubble--from-user)`
+  // (chats that mark only one side).
+  function negated(chain, otherChain) {
+    const out = [];
+    const theirs = otherChain.flatMap((el) => features(el, true).filter((f) => !f.tag && f.rank <= 3));
+    chain.forEach((el, depth) => {
+      for (const f of features(el, true).filter((f) => !f.tag).slice(0, 4)) {
+        for (const g of theirs) {
+          if (g.sel === f.sel || el.matches(g.sel)) continue;
+          out.push({sel: `${f.sel}:not(${g.sel})`, rank: Math.max(f.rank, g.rank) + 1, depth});
+        }
+      }
+    });
+    return out;
+  }
+
   // The rows of one side (`mine`: rows whose text holders came from us or from the agent), checked.
   function pick(side, others, list) {
     const [first] = side;
     const chain = chainIn(first.holder, list);
     const tried = [], ok = [], seen = new Set();
-    for (const c of candidatesFor(chain).sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length)) {
-      if (seen.has(c.sel)) continue;
+    const cands = candidatesFor(chain).concat(negated(chain, chainIn(others[0].holder, list)));
+    for (const c of cands.sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length)) {
+      if (seen.has(c.sel) || ok.length >= 16) continue;
       seen.add(c.sel);
       let hits;
       try { hits = Q.all(c.sel); } catch (e) { continue; }
       const why = judgeBubbles(hits, side, others, list);
       if (why) { if (tried.length < 40) tried.push([c.sel, why]); continue; }
-      ok.push({sel: c.sel, rank: c.rank});
-      if (ok.length >= 5) break;
+      // A bubble that also holds an avatar's icon text, a name or a time reads worse than the message alone.
+      const extra = Math.max(...side.map((s) => deepText(hits.find((h) => h === s.row || Q.contains(s.row, h))).length - s.message.length));
+      ok.push({sel: c.sel, rank: c.rank + (extra > 2 ? 1.5 : 0)});
     }
-    return {ok: ok.map((c) => c.sel), rejected: tried.slice(0, 12)};
+    ok.sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length);
+    return {ok: ok.slice(0, 5).map((c) => c.sel), rejected: tried.slice(0, 12)};
   }
+  // What a person reads as the message in a row: its text holders, icons left out.
+  const messageText = (row) => norm([row, ...Q.all("*", row)].filter((el) => ownText(el) && readable(el))
+                                                             .map(ownText).join(" "));
   function judgeBubbles(hits, side, others, list) {
     if (!hits.length) return "matches nothing";
     const outside = hits.filter((h) => !Q.contains(list, h) || h === list);
@@ -267,7 +321,7 @@ DISCOVER_JS = in_page(r"""
       if (inRow.length !== 1) return `matches ${inRow.length} elements in one of its rows (wants 1)`;
       const text = deepText(inRow[0]);
       if (!text.includes(norm(ownText(s.holder)).slice(0, 40))) return "misses the row's text";
-      if (text.length < 0.6 * s.text.length) return "holds only part of the row's text";
+      if (text.length < 0.6 * s.message.length) return "holds only part of the row's text";
     }
     for (const o of others) if (hits.some((h) => h === o.row || Q.contains(o.row, h))) return "also matches the other side's bubble";
     for (const a of hits) for (const b of hits) if (a !== b && Q.contains(a, b)) return "matches an element and one inside it";
@@ -279,7 +333,9 @@ DISCOVER_JS = in_page(r"""
     if (!mine) return {error: "our message is not shown"};
     const holders = replyHolders(w, mine);
     if (!holders.length) return {error: "no reply after our message"};
-    const list = lca(mine, holders[0]);
+    // The reply is the most text that came after ours (a "sent" status or a time may come first, in our own row).
+    const longest = holders.reduce((a, b) => (ownText(b).length > ownText(a).length ? b : a));
+    const list = lca(mine, longest);
     if (!list) return {error: "our message and the reply are not in one document"};
     const row = rowOf(list, mine);
     const byRow = new Map();
@@ -288,10 +344,10 @@ DISCOVER_JS = in_page(r"""
       if (!r || r === row) continue;
       if (!byRow.has(r)) byRow.set(r, h);
     }
-    const reply = [...byRow.entries()].map(([r, h]) => ({row: r, holder: h, text: deepText(r)}))
+    const reply = [...byRow.entries()].map(([r, h]) => ({row: r, holder: h, text: deepText(r), message: messageText(r)}))
                      .filter((s) => s.text && !/^(…|\.\.\.|thinking|typing|loading)/i.test(s.text));
     if (!reply.length) return {error: "the reply has no text of its own"};
-    const me = [{row, holder: mine, text: deepText(row)}];
+    const me = [{row, holder: mine, text: deepText(row), message: messageText(row)}];
     const assistant = pick(reply, me, list), user = pick(me, reply, list);
     return {assistant, user, rows: reply.length, replyTexts: reply.map((s) => s.text.slice(0, 300)),
             ourText: me[0].text.slice(0, 300), list: ref(list)};
@@ -346,6 +402,7 @@ DISCOVER_JS = in_page(r"""
   if (op === "guess") return guess();
   if (op === "inputs") return inputs();
   if (op === "controls") return controls(arg === undefined ? null : arg);
+  if (op === "launchers") return launchers();
   if (op === "selector") return controlSelectors(get(arg));
   if (op === "ref") return ref(arg);
   if (op === "count") return Q.all(arg).length;

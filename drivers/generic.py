@@ -16,7 +16,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from playwright.async_api import BrowserContext, Frame, Locator, Page
 from playwright.async_api import Error as PlaywrightError
@@ -44,7 +44,7 @@ from .frames import ChatScope, FrameInfo, FrameNotFound, frame_steps, list_frame
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
-from .url_secrets import ChatUrl, fragment, without_fragment
+from .url_secrets import ChatUrl, fragment
 from .waiting import PAGE_GRACE_S, bounded, heartbeat
 
 log = logging.getLogger(__name__)
@@ -244,13 +244,16 @@ class PlaywrightDriver(ChatDriver):
 
     @property
     def session_url(self) -> str | None:
-        """The chat's address, relative to the base URL when under it (ports change across restarts),
-        with the URL's secrets as their `${NAME}` placeholders."""
+        """The chat's address, without its origin when on the base URL's (ports change across restarts;
+        the path stays whole, so a chat at /app/chat.html is reopened there), with the URL's secrets
+        as their `${NAME}` placeholders."""
         if self.page is None:
             return None
-        url = self.page.url
-        base = without_fragment(self._open_url).rstrip("/")
-        return self.shown(url[len(base):] or "/" if url.startswith(base) else url)
+        url = urlsplit(self.page.url)
+        base = urlsplit(self._open_url)
+        if (url.scheme, url.netloc) != (base.scheme, base.netloc):
+            return self.shown(self.page.url)
+        return self.shown(urlunsplit(("", "", url.path or "/", url.query, url.fragment)))
 
     @property
     def url_secrets(self) -> tuple[str, ...]:

@@ -136,7 +136,7 @@ WATCH_JS = in_page(r"""
     const marks = new WeakSet();
     if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error]) for (const el of all(s)) marks.add(el);
     const now = performance.now();
-    const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, placeholderSeen: false, recheckAt: 0,
+    const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, busyLast: 0, firstFrom: 0, placeholderSeen: false, recheckAt: 0,
                usersBefore: cfg.usersBefore === null ? users.length : cfg.usersBefore,
                lastUser: users.length ? plainText(users[users.length - 1]) : null,
                before: cfg.user ? [] : before.filter((el) => !ignored(el)).map(quickText),
@@ -145,7 +145,7 @@ WATCH_JS = in_page(r"""
     // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
     w.observer = Q.observe(() => {
       const t = performance.now();
-      if (cfg.busy && !w.busySeen && busyNow()) w.busySeen = t;
+      if (cfg.busy && busyNow()) { w.busySeen = w.busySeen || t; w.busyLast = t; }
       if (!w.placeholderSeen) assess(w);
       w.checkMs += performance.now() - t;
     });
@@ -172,7 +172,7 @@ WATCH_JS = in_page(r"""
                                   done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
     const {anchor, shown, real, lastReal, pending} = seenNow;
     const busy = busyNow();
-    if (busy && !w.busySeen) w.busySeen = now;
+    if (busy) { w.busySeen = w.busySeen || now; w.busyLast = now; }
     // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
     const doneMark = (el) => !!Q.closest(el, cfg.done) || all(cfg.done, el).length > 0 ||
                              tail(all(cfg.done), el).some((d) => !seen(w, d));
@@ -184,9 +184,10 @@ WATCH_JS = in_page(r"""
     const stableFor = now - w.since;
     const stage = texts.length ? "reply not complete"
                 : (shown.length || busy ? "reply not started (only placeholders or a busy marker)" : "no reply bubble");
-    // Started: a real bubble or a busy marker. A placeholder alone proves nothing (a static empty
-    // element, or our own bubble matched by the agent's selector too): the first-bubble limit holds.
-    const state = {stage, started: real.length > 0 || busy || !!w.busySeen, busy, busySeen: !!w.busySeen, done,
+    // Started: a real bubble, or a busy marker shown now. A placeholder alone proves nothing (a static
+    // empty element, or our own bubble matched by the agent's selector too), nor does a busy marker
+    // gone again with nothing to show: the first-bubble limit runs from the last sign of work.
+    const state = {stage, started: real.length > 0 || busy, busy, busySeen: !!w.busySeen, done,
                    bubbles: texts.length, pending, last: (texts[texts.length - 1] || "").slice(-200), stableFor};
     if (!texts.length || busy || pending || (cfg.done && !done)) return state;
     // The done marker is the UI saying so; a busy marker gone says less (another bubble may follow).
@@ -247,7 +248,8 @@ WATCH_JS = in_page(r"""
         if (error) return finish(end(w, error));
         const state = judge(w);
         if (state.complete) return finish(end(w, state.complete));
-        if (!state.started && elapsed >= limits.firstMs) return finish({timeout: "first"});
+        w.firstFrom = w.firstFrom || t0;
+        if (!state.started && performance.now() - Math.max(w.firstFrom, w.busyLast) >= limits.firstMs) return finish({timeout: "first"});
         if (elapsed >= limits.totalMs) return finish({timeout: "full"});
         // The Python side hears from the page at least this often (its heartbeat, its own bound).
         if (elapsed >= limits.sliceMs) return finish({pending: state});
@@ -428,7 +430,7 @@ class ReplyWatch:
             if spent >= total_s:
                 return {"timeout": "sent" if stage == "sent" else "full"}
             slice_s = min(HEARTBEAT_S, total_s - spent)
-            limits = {"stage": stage, "firstMs": max(0.0, first_s - spent) * 1000,
+            limits = {"stage": stage, "firstMs": first_s * 1000,  # the page counts it from the last sign of work
                       "totalMs": (total_s - spent) * 1000, "sliceMs": slice_s * 1000}
             try:
                 result = await self._call("wait", limits, bound_s=slice_s + PAGE_GRACE_S)

@@ -57,17 +57,16 @@ def _too_deep(toks: list[Token]) -> int | None:
     return None
 
 
-def value_lines(toks: list[Token]) -> dict[JsonPath, int]:
-    """Map each JSON path, e.g. ("runs", 0, "agent"), to the line where its value starts."""
-    lines: dict[JsonPath, int] = {}
+def _extents(toks: list[Any]) -> dict[JsonPath, tuple[int, int]]:
+    """Map each JSON path to the indexes of its value's first and last token (a token's text is its [1])."""
+    found: dict[JsonPath, tuple[int, int]] = {}
     i = 0
 
     def value(path: JsonPath) -> None:
         nonlocal i
         if i >= len(toks):
             return
-        kind, tok, line = toks[i]
-        lines[path] = line
+        first, tok = i, toks[i][1]
         i += 1
         if tok == "{":
             while i < len(toks) and toks[i][1] != "}":
@@ -88,14 +87,15 @@ def value_lines(toks: list[Token]) -> dict[JsonPath, int]:
                 if i < len(toks) and toks[i][1] == ",":
                     i += 1
             i += 1
+        found[path] = (first, min(i, len(toks)) - 1)
 
     value(())
-    return lines
+    return found
 
 
-def text_lines(text: str) -> dict[JsonPath, int]:
-    """The line of each value of a JSON text (as `value_lines`), for problems found after parsing it."""
-    return value_lines(_tokens(text)[0])
+def value_lines(toks: list[Token]) -> dict[JsonPath, int]:
+    """Map each JSON path, e.g. ("runs", 0, "agent"), to the line where its value starts."""
+    return {path: toks[first][2] for path, (first, _) in _extents(toks).items()}
 
 
 def line_of(lines: dict[JsonPath, int], path: JsonPath) -> int | None:
@@ -190,33 +190,7 @@ def set_value(text: str, path: JsonPath, value: Any) -> str:
     """`text` (JSONC) with the value at `path` replaced by `value`, or added as the last key of its object;
     everything else (comments, layout) kept as it was. KeyError when the path's parent is not there."""
     toks = _spans(text)
-    i = 0
-    found: dict[JsonPath, tuple[int, int]] = {}  # path -> index of its first and last token
-
-    def walk(at: JsonPath) -> None:
-        nonlocal i
-        first = i
-        tok = toks[i][1]
-        i += 1
-        if tok == "{":
-            while i < len(toks) and toks[i][1] != "}":
-                key = toks[i][1][1:-1] if toks[i][0] == "string" else toks[i][1]
-                i += 2 if i + 1 < len(toks) and toks[i + 1][1] == ":" else 1
-                walk(at + (key,))
-                if i < len(toks) and toks[i][1] == ",":
-                    i += 1
-            i += 1
-        elif tok == "[":
-            n = 0
-            while i < len(toks) and toks[i][1] != "]":
-                walk(at + (n,))
-                n += 1
-                if i < len(toks) and toks[i][1] == ",":
-                    i += 1
-            i += 1
-        found[at] = (first, i - 1)
-
-    walk(())
+    found = _extents(toks)
     if path in found:
         start, end = toks[found[path][0]][2], toks[found[path][1]][3]
         indent = _indent_at(text, start)

@@ -78,7 +78,7 @@ def test_a_page_with_no_chat_fails_naming_what_it_tried(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text('<!doctype html><h1>Nothing here</h1><button style="position: fixed; right: 10px; '
-                                     'bottom: 10px" aria-label="Open chat">?</button>')
+                                     'bottom: 10px; width: 56px; height: 56px" aria-label="Open chat">?</button>')
     from tests.support.static_site import serve
 
     with serve(site) as url:

@@ -125,6 +125,28 @@ def test_a_frame_that_is_replaced_is_found_again(harness, tmp_path):
     assert replies == [["echo: message 1"], ["echo: message 2"]] and sign.startswith("no messages left")
 
 
+def test_a_chat_below_the_site_root_is_reopened_where_it_was(harness, tmp_path):
+    """A restart reopens the saved address: the chat's own path (it used to become the site's root)."""
+    v = Variant(seed=18, new_chat="storage")
+    with ChatLab(LabScenario(variant=v, chunk_ms=5)) as lab:
+        profile = variant_profile(lab, v).model_copy(update={"url": lab.url + "/app/chat.html"})
+
+        async def go():
+            driver = await harness.driver(profile, tmp_path)
+            try:
+                await driver.send("hello")
+                saved = driver.session_url
+                await driver.page.goto("about:blank")
+                await driver.open(saved)
+                return saved, driver.page.url, (await driver.chat_before()).users
+            finally:
+                await driver.close()
+
+        saved, url, users = harness.run(go())
+        assert url == lab.url + "/app/chat.html"
+    assert saved == "/app/chat.html" and users == 1
+
+
 def test_a_frame_selector_that_finds_nothing_names_the_step(harness, tmp_path):
     v = Variant(seed=17, frame="cross-origin")
     with ChatLab(LabScenario(variant=v)) as lab:
@@ -179,6 +201,16 @@ def test_a_page_that_stops_answering_fails_within_its_limit_plus_a_few_seconds(h
             harness.chat(profile, tmp_path, ["hello"])
         took = time.monotonic() - started
     assert took < 20, took  # send 2 s + the page's grace, well before the page wakes up (25 s)
+
+
+def test_a_busy_marker_gone_with_no_reply_fails_at_the_first_bubble_limit(harness, tmp_path):
+    """A busy marker that came and went proves work only while it shows: with nothing to show, the run
+    does not wait out timeout_s (a Web Chat run once waited 590 s with "no reply bubble")."""
+    with ChatLab(LabScenario(at_message={1: "no-reply"}, busy_gives_up_ms=500)) as lab:
+        started = time.monotonic()
+        with pytest.raises(ReplyTimeout, match=r"no reply bubble after \d+ s \(limit 2 s\).*busy '#stop' gone"):
+            harness.chat(lab.profile(completion={"first_bubble_timeout_s": 2, "timeout_s": 120}), tmp_path, ["hello"])
+    assert time.monotonic() - started < 15
 
 
 def test_a_long_wait_logs_a_heartbeat_with_its_stage(harness, tmp_path, caplog, monkeypatch):

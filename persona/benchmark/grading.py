@@ -52,8 +52,12 @@ def final_score(raw: float, second_attempt: bool) -> float:
     return raw * SECOND_ATTEMPT_FACTOR if second_attempt else raw
 
 
+# Typographic apostrophes (what markdown renderers and phone keyboards write: "don’t") read as plain ones.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
+
+
 def says_unknown(reply: str) -> bool:
-    return bool(_UNKNOWN.search(reply))
+    return bool(_UNKNOWN.search(reply.translate(_APOSTROPHES)))
 
 
 def numbers(text: str) -> set[str]:

@@ -41,30 +41,50 @@ def _squash(text: str) -> str:
 @pytest.mark.timeout(3600)  # a first install of Open WebUI alone takes many minutes on a busy machine
 @pytest.mark.parametrize("frontend", FRONTENDS, ids=lambda f: f.name)
 def test_a_benchmark_plays_through_the_real_frontend(frontend: Frontend, tmp_path: Path, write_config) -> None:
+    """The ready profile, then the profile `mmb discover` finds on the same page: each plays the benchmark."""
     installed = install(frontend)
     model = ChatModel(think_s=0.8)  # a pause before the first token: the UI shows its placeholder
     # vLLM's rules: a frontend may send request fields of its own, which vLLM ignores and OpenAI refuses.
     with QuirkServer(model, profile="vllm", model=MODEL, chunk_delay_s=0.12) as server, \
             start(frontend, model_url=server.base_url, model=MODEL, workdir=tmp_path / "frontend") as running:
-        config = write_config([{"id": frontend.name, "benchmark": str(BENCH),
-                                "agent": {"driver": frontend.name, "url": running.url}}],
-                              browser={"trace": "retain-on-failure"})
+        ready = {"driver": frontend.name, "url": running.url}
         began = time.monotonic()
-        done = mmb("run", "-c", str(config), timeout=1200)
+        done = mmb("run", "-c", str(write_config([{"id": frontend.name, "benchmark": str(BENCH), "agent": ready}],
+                                                 browser={"trace": "retain-on-failure"})), timeout=1200)
         played = time.monotonic() - began
+        _assert_played(frontend.name, done, tmp_path / "results", model, done_marker=True)
+
+        model.answers.clear()
+        model.requests.clear()
+        began = time.monotonic()
+        found = mmb("discover", running.url, "--out", str(tmp_path / "discover"), timeout=300)
+        discovered_s = time.monotonic() - began
+        assert found.returncode == 0, found.stderr
+        agent = json.loads(found.stdout)
+        model.answers.clear()  # the probe's messages
+        model.requests.clear()
+        run_id = f"{frontend.name}-discovered"
+        again = mmb("run", "-c", str(write_config([{"id": run_id, "benchmark": str(BENCH), "agent": agent}],
+                                                  browser={"trace": "retain-on-failure"})), timeout=1200)
+        _assert_played(run_id, again, tmp_path / "results", model, done_marker=False)
     print(f"\n{frontend.name} {installed.versions}: install {installed.seconds:.0f} s (0 = cached), "
-          f"ready {running.started_s:.0f} s, run {played:.0f} s")
-    results = tmp_path / "results"
-    folder = results / frontend.name
+          f"ready {running.started_s:.0f} s, run {played:.0f} s, discovery {discovered_s:.0f} s")
+    print(compare_profiles(frontend.name, agent))
+
+
+def _assert_played(run_id: str, done, results: Path, model: ChatModel, *, done_marker: bool) -> None:
+    folder = results / run_id
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}"
     state = json.loads((folder / "state.json").read_text())
     assert state["status"] == "finished"
 
-    # Every reply came back whole: exactly what the model streamed, turn by turn.
+    # Every reply came back whole: exactly what the model streamed, turn by turn; each message typed once.
     exchanges = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
     assert [_squash("\n".join(x["reply"])) for x in exchanges] == [_squash(a) for a in model.answers]
-    wanted = ["busy-gone"] + (["done"] if build_profile(frontend.name, {}, {}).selectors.done else [])
-    assert all(w in x["signal"] for x in exchanges for w in wanted), [x["signal"] for x in exchanges]
+    assert state["sends"]["resent"] == [] and state["sends"]["typed"] == len(exchanges)
+    if done_marker:
+        wanted = ["busy-gone"] + (["done"] if build_profile(run_id, {}, {}).selectors.done else [])
+        assert all(w in x["signal"] for x in exchanges for w in wanted), [x["signal"] for x in exchanges]
     assert all(x["reply_seconds"] >= 0.8 for x in exchanges), "replies should take at least the model's pause"
 
     # The new chat reset the conversation the frontend sends to the model.
@@ -83,6 +103,17 @@ def test_a_benchmark_plays_through_the_real_frontend(frontend: Frontend, tmp_pat
     for path in results.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+def compare_profiles(driver: str, discovered: dict) -> str:
+    """The ready profile's selectors beside the discovered ones, for a test's output (and the issue's note)."""
+    ready = build_profile(driver, {}, {})
+    assert ready is not None
+    mine, found = ready.selectors.model_dump(), discovered["selectors"]
+    keys = [k for k in mine if mine[k] or found.get(k)]
+    rows = [f"  {k:<18} ready {mine[k]!s:<48} discovered {found.get(k)!s}" for k in keys]
+    options = {k: v for k, v in discovered.items() if k in ("frame", "options")}
+    return f"{driver}: ready profile against discovered:\n" + "\n".join(rows) + (f"\n  {options}" if options else "")
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -95,6 +95,7 @@ class LabScenario(BaseModel):
     # error bubble, no reply ever (busy forever), or its reply only after late_ms (the server too has it only
     # then, so a reload before shows no reply); the server keeps the message every time
     late_ms: int = 3000
+    busy_gives_up_ms: int = 0  # with "no-reply": the busy marker goes away after this long, still with no reply
     variant: Variant | None = None  # a page of tests/support/variant_lab.py (random names, frames, launcher) instead
 
 
@@ -266,7 +267,7 @@ def _handler(lab: ChatLab) -> type[BaseHTTPRequestHandler]:
             if path == "/" and v.frame != "none":
                 host = WIDGET_HOST if v.frame == "cross-origin" else "127.0.0.1"
                 page = host_page(v, widget_url=f"http://{host}:{port}/w")
-            elif path == "/" and v.new_chat == "storage":
+            elif (path == "/" or path.startswith("/app/")) and v.new_chat == "storage":  # also below the root
                 page = app_page(v, timing, conv=None, host_origin=None)
             elif path == "/w":
                 page = app_page(v, timing, conv=None, host_origin=f"http://127.0.0.1:{port}")
@@ -510,7 +511,8 @@ _HTML = r"""<!doctype html>
     }
     if (reply.silent) {
       if (cfg.placeholder !== null) add({role: "bot", text: cfg.placeholder, done: false});
-      return;  // busy forever
+      if (cfg.busy_gives_up_ms) setTimeout(() => start(false), cfg.busy_gives_up_ms);
+      return;  // busy forever, or until it gives up
     }
     if (cfg.reload_mid_reply_ms && !sessionStorage.getItem("reloaded")) {
       sessionStorage.setItem("reloaded", "1");  // the server has the whole reply: the reloaded page shows it

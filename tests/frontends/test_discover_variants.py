@@ -1,0 +1,60 @@
+"""`mmb discover` across many generated pages (slow set): every pair of values of frame, launcher, shadow
+roots, shared classes, busy marker and new-chat kind that a chat UI takes, each with class names from
+a fresh random seed (printed, to replay a failure), and the demo agent's own page; each discovered
+profile plays the tiny benchmark with nothing typed twice."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests.support.chat_lab import ChatLab, LabScenario
+from tests.support.variant_lab import Variant
+from tests.test_discover import discover, play_discovered
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
+
+# Every pair of values of frame x launcher x shadow x shared_class meets in at least one shape (pairwise).
+SHAPES = [dict(zip(("frame", "launcher", "shadow", "shared_class"), combo, strict=True)) for combo in [
+    ("none", False, "none", False), ("none", True, "nested", True), ("same-origin", False, "nested", True),
+    ("same-origin", True, "none", False), ("cross-origin", False, "none", True), ("cross-origin", True, "nested", False),
+    ("none", True, "none", True), ("same-origin", True, "nested", False), ("cross-origin", False, "nested", True),
+    ("cross-origin", True, "none", True)]]
+STYLES = [{"busy": "stop", "labels": True}, {"busy": "dots", "labels": False, "send": "enter"},
+          {"busy": "none", "labels": True, "new_chat": "storage"}]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_discovery_on_a_generated_page(shape, tmp_path, write_bench):
+    seed = random.randrange(1_000_000)
+    style = STYLES[seed % len(STYLES)]
+    v = Variant(seed=seed, **shape, **style)
+    print(f"\nvariant: {v.model_dump()}")  # to replay: Variant(**that)
+    with ChatLab(LabScenario(variant=v, chunk_ms=10)) as lab:
+        done, agent = discover(lab.url + "/", tmp_path)
+        print(done.stderr.splitlines()[-1] if done.stderr else "", agent)
+        assert done.returncode == 0, done.stderr
+        received, state = play_discovered(lab, agent, tmp_path, write_bench)
+    assert len(received) == state.turn == state.sends.typed and len(set(received)) == len(received), received
+    assert state.sends.resent == [] and len(state.sessions) == 2
+
+
+def test_discovery_on_the_demo_agents_page(tmp_path, write_bench):
+    """DemoMind's own chat (placeholders, several bubbles a reply, a done marker): discovered and played;
+    the agent's memory file says what it took in."""
+    from demo_agent.web import DemoChatServer
+
+    server = DemoChatServer(tmp_path / "memory")
+    url = server.start() + "/"
+    try:
+        done, agent = discover(url, tmp_path)
+        assert done.returncode == 0, done.stderr
+        from tests.support.play import play
+        from tests.support.tiny import TINY
+
+        outcome, state = play(tmp_path, browser={"trace": "off"}, benchmark=write_bench(TINY), agent=agent)
+    finally:
+        server.stop()
+    assert outcome.status == "finished", outcome.error
+    assert state.sends.typed == state.turn and state.sends.resent == [] and len(state.sessions) == 2
