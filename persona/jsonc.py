@@ -98,6 +98,11 @@ def value_lines(toks: list[Token]) -> dict[JsonPath, int]:
     return {path: toks[first][2] for path, (first, _) in _extents(toks).items()}
 
 
+def text_lines(text: str) -> dict[JsonPath, int]:
+    """The line of each value of a JSON text (as `value_lines`), for problems found after parsing it."""
+    return value_lines(_tokens(text)[0])
+
+
 def line_of(lines: dict[JsonPath, int], path: JsonPath) -> int | None:
     """The line of `path`, or of its nearest existing parent (a missing key is reported at its object)."""
     while True:
