@@ -111,7 +111,6 @@ class _Composer:
     input_id: int
     score: float
     launcher: str | None = None
-    launcher_frame: Frame | None = None
 
 
 class _Out(Exception):
@@ -179,10 +178,9 @@ class Discoverer:
         candidates = []
         for frame in await self.frames():
             with contextlib.suppress(PlaywrightError, DriverError):
-                for c in await _call(frame, "launchers"):
-                    score = (3 if c["fixed"] and c["corner"] else 0) + (3 if _LAUNCHER_NAME.search(c["name"]) else 0) \
-                        + (1 if c["w"] < 130 and c["h"] < 130 else 0)
-                    if c["href"] not in (None, "", "#") or score < 3 or (frame.url, str(c["id"])) in tried:
+                for c in await _call(frame, "launchers"):  # all fixed in a corner, taking clicks
+                    score = (3 if _LAUNCHER_NAME.search(c["name"]) else 0) + (1 if c["w"] < 130 and c["h"] < 130 else 0)
+                    if c["href"] not in (None, "", "#") or (frame.url, str(c["id"])) in tried:
                         continue
                     candidates.append((score, frame, c))
         for _score, frame, c in sorted(candidates, key=lambda t: -t[0])[:3]:
@@ -200,7 +198,7 @@ class Discoverer:
             while time.monotonic() < min(until, self.deadline):
                 composer = await self.best_input()
                 if composer is not None and composer.score >= 3:
-                    composer.launcher, composer.launcher_frame = sels[0], frame
+                    composer.launcher = sels[0]
                     self.note("launcher", sels[0], f"named {c['name']!r}, fixed in a corner: clicking it showed a text box")
                     return composer
                 await asyncio.sleep(POLL_S)

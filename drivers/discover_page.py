@@ -5,8 +5,9 @@ elements it has handed out in `window.__mmbDisc` and answers one operation per c
 
 * `inputs`: visible, editable text boxes (textarea, contenteditable, text input, role=textbox), scored
   by what marks a chat composer (a name or placeholder about messages, a place low on the page, its size);
-* `controls`: visible clickable elements (buttons, role=button, links), with their accessible names,
-  whether they sit fixed in a corner (a launcher) and how near the input they are (send);
+* `controls`: visible clickable elements (buttons, role=button, links), with their accessible names
+  and how near the input they are (send);
+* `launchers`: small elements fixed in a corner of the window that take clicks (a launcher bubble);
 * `selector`: stable selectors for one element that find it alone among visible ones: test ids,
   roles and labels, names, semantic ids and class names; never positions or generated ids;
 * `arm` / `sample` / `state`: the chat before our message, then what changes: our bubble (the element
@@ -148,15 +149,12 @@ DISCOVER_JS = in_page(r"""
     const ir = input && input.getBoundingClientRect();
     return Q.all(CLICKABLE).filter(visible).map((el) => {
       const r = el.getBoundingClientRect();
-      let fixed = false;
-      for (let p = el; p; p = up(p)) { if (p.nodeType === 1 && getComputedStyle(p).position === "fixed") { fixed = true; break; } }
-      const corner = Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160;
       const near = ir ? Math.hypot((r.left + r.right) / 2 - (ir.left + ir.right) / 2, (r.top + r.bottom) / 2 - (ir.top + ir.bottom) / 2) : null;
       const sameForm = !!(input && el.form && el.form === input.form) ||
                        !!(input && input.closest && el.closest && input.closest("form") && input.closest("form") === el.closest("form"));
       return {id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), type: el.getAttribute("type") || "",
               role: el.getAttribute("role") || "",
-              disabled: !!(el.disabled || el.getAttribute("aria-disabled") === "true"), fixed, corner, near, sameForm,
+              disabled: !!(el.disabled || el.getAttribute("aria-disabled") === "true"), near, sameForm,
               href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height};
     });
   }
@@ -175,9 +173,8 @@ DISCOVER_JS = in_page(r"""
       if (!(Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160) || !fixedWithin(el)) continue;
       const hit = el.getRootNode().elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
       if (!hit || !(hit === el || Q.contains(el, hit))) continue;  // covered, or not taking pointer events
-      out.push({id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), fixed: true, corner: true,
-                href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height,
-                disabled: false, near: null, sameForm: false, type: "", role: el.getAttribute("role") || ""});
+      out.push({id: ref(el), name: name(el), href: el.tagName === "A" ? (el.getAttribute("href") || "") : null,
+                w: r.width, h: r.height});
     }
     return out;
   }
