@@ -205,6 +205,16 @@ class Discoverer:
             rejected.append(f"{sels[0]!r}: clicking it showed no text box")
         return None
 
+    async def dismiss_dialogs(self) -> None:
+        """A dialog over the chat at load is closed, and its close control becomes `dismiss` (the run
+        clicks it whenever it shows up again)."""
+        for frame in await self.frames():
+            with contextlib.suppress(PlaywrightError, DriverError):
+                for d in await _call(frame, "dialogs"):
+                    await frame.locator(d["sel"]).first.click(timeout=PAGE_GRACE_S * 1000)
+                    self.result.selectors.setdefault("dismiss", d["sel"])
+                    self.note("dismiss", d["sel"], f"a dialog over the page at load, closed with {d['name']!r}")
+
     async def frame_chain(self, frame: Frame) -> list[str] | None:
         """The steps from the page down to `frame`, each a stable selector of the iframe element."""
         if frame is self.page.main_frame:
@@ -475,6 +485,7 @@ class Discoverer:
             await self.page.goto(self.url, wait_until="domcontentloaded")
             composer = await self.find_composer()
             frame = composer.frame
+            await self.dismiss_dialogs()
             self.result.frame = await self.frame_chain(frame)
             if self.result.frame:
                 self.note("frame", " > ".join(self.result.frame), f"the text box is in the frame at {self.shown(frame.url)}")
