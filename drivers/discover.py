@@ -111,7 +111,6 @@ class _Composer:
     input_id: int
     score: float
     launcher: str | None = None
-    launcher_frame: Frame | None = None
 
 
 class _Out(Exception):
@@ -179,10 +178,9 @@ class Discoverer:
         candidates = []
         for frame in await self.frames():
             with contextlib.suppress(PlaywrightError, DriverError):
-                for c in await _call(frame, "launchers"):
-                    score = (3 if c["fixed"] and c["corner"] else 0) + (3 if _LAUNCHER_NAME.search(c["name"]) else 0) \
-                        + (1 if c["w"] < 130 and c["h"] < 130 else 0)
-                    if c["href"] not in (None, "", "#") or score < 3 or (frame.url, str(c["id"])) in tried:
+                for c in await _call(frame, "launchers"):  # all fixed in a corner, taking clicks
+                    score = (3 if _LAUNCHER_NAME.search(c["name"]) else 0) + (1 if c["w"] < 130 and c["h"] < 130 else 0)
+                    if c["href"] not in (None, "", "#") or (frame.url, str(c["id"])) in tried:
                         continue
                     candidates.append((score, frame, c))
         for _score, frame, c in sorted(candidates, key=lambda t: -t[0])[:3]:
@@ -200,12 +198,22 @@ class Discoverer:
             while time.monotonic() < min(until, self.deadline):
                 composer = await self.best_input()
                 if composer is not None and composer.score >= 3:
-                    composer.launcher, composer.launcher_frame = sels[0], frame
+                    composer.launcher = sels[0]
                     self.note("launcher", sels[0], f"named {c['name']!r}, fixed in a corner: clicking it showed a text box")
                     return composer
                 await asyncio.sleep(POLL_S)
             rejected.append(f"{sels[0]!r}: clicking it showed no text box")
         return None
+
+    async def dismiss_dialogs(self) -> None:
+        """A dialog over the chat at load is closed, and its close control becomes `dismiss` (the run
+        clicks it whenever it shows up again)."""
+        for frame in await self.frames():
+            with contextlib.suppress(PlaywrightError, DriverError):
+                for d in await _call(frame, "dialogs"):
+                    await frame.locator(d["sel"]).first.click(timeout=PAGE_GRACE_S * 1000)
+                    self.result.selectors.setdefault("dismiss", d["sel"])
+                    self.note("dismiss", d["sel"], f"a dialog over the page at load, closed with {d['name']!r}")
 
     async def frame_chain(self, frame: Frame) -> list[str] | None:
         """The steps from the page down to `frame`, each a stable selector of the iframe element."""
@@ -477,6 +485,7 @@ class Discoverer:
             await self.page.goto(self.url, wait_until="domcontentloaded")
             composer = await self.find_composer()
             frame = composer.frame
+            await self.dismiss_dialogs()
             self.result.frame = await self.frame_chain(frame)
             if self.result.frame:
                 self.note("frame", " > ".join(self.result.frame), f"the text box is in the frame at {self.shown(frame.url)}")

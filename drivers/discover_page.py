@@ -5,8 +5,9 @@ elements it has handed out in `window.__mmbDisc` and answers one operation per c
 
 * `inputs`: visible, editable text boxes (textarea, contenteditable, text input, role=textbox), scored
   by what marks a chat composer (a name or placeholder about messages, a place low on the page, its size);
-* `controls`: visible clickable elements (buttons, role=button, links), with their accessible names,
-  whether they sit fixed in a corner (a launcher) and how near the input they are (send);
+* `controls`: visible clickable elements (buttons, role=button, links), with their accessible names
+  and how near the input they are (send);
+* `launchers`: small elements fixed in a corner of the window that take clicks (a launcher bubble);
 * `selector`: stable selectors for one element that find it alone among visible ones: test ids,
   roles and labels, names, semantic ids and class names; never positions or generated ids;
 * `arm` / `sample` / `state`: the chat before our message, then what changes: our bubble (the element
@@ -79,7 +80,7 @@ DISCOVER_JS = in_page(r"""
                      (n !== "type" && /author|role|from|sender|kind|type/.test(n));
       out.push({sel: `[${n}=${cssq(v)}]`, rank: strong ? 0 : (n === "aria-label" || n === "name" || n === "placeholder" || n === "title" ? 1 : 2)});
     }
-    if (el.id && semanticId(el.id) && !bubble) out.push({sel: "#" + CSS.escape(el.id), rank: 1});  // one bubble's, never all
+    if (el.id && semanticId(el.id) && !bubble) out.push({sel: "#" + CSS.escape(el.id), rank: 0});  // one bubble's, never all
     for (const c of el.classList) {
       if (!c || STATE.test(c) || uniqueLooking(c)) continue;
       out.push({sel: "." + CSS.escape(c), rank: SEMANTIC.test(c) ? 1 : 3});
@@ -148,15 +149,12 @@ DISCOVER_JS = in_page(r"""
     const ir = input && input.getBoundingClientRect();
     return Q.all(CLICKABLE).filter(visible).map((el) => {
       const r = el.getBoundingClientRect();
-      let fixed = false;
-      for (let p = el; p; p = up(p)) { if (p.nodeType === 1 && getComputedStyle(p).position === "fixed") { fixed = true; break; } }
-      const corner = Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160;
       const near = ir ? Math.hypot((r.left + r.right) / 2 - (ir.left + ir.right) / 2, (r.top + r.bottom) / 2 - (ir.top + ir.bottom) / 2) : null;
       const sameForm = !!(input && el.form && el.form === input.form) ||
                        !!(input && input.closest && el.closest && input.closest("form") && input.closest("form") === el.closest("form"));
       return {id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), type: el.getAttribute("type") || "",
               role: el.getAttribute("role") || "",
-              disabled: !!(el.disabled || el.getAttribute("aria-disabled") === "true"), fixed, corner, near, sameForm,
+              disabled: !!(el.disabled || el.getAttribute("aria-disabled") === "true"), near, sameForm,
               href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height};
     });
   }
@@ -175,9 +173,23 @@ DISCOVER_JS = in_page(r"""
       if (!(Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160) || !fixedWithin(el)) continue;
       const hit = el.getRootNode().elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
       if (!hit || !(hit === el || Q.contains(el, hit))) continue;  // covered, or not taking pointer events
-      out.push({id: ref(el), tag: el.tagName.toLowerCase(), name: name(el), fixed: true, corner: true,
-                href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height,
-                disabled: false, near: null, sameForm: false, type: "", role: el.getAttribute("role") || ""});
+      out.push({id: ref(el), name: name(el), href: el.tagName === "A" ? (el.getAttribute("href") || "") : null,
+                w: r.width, h: r.height});
+    }
+    return out;
+  }
+
+  // A dialog over the page at load (a "What's new", a cookie banner in a modal): its close control,
+  // scoped by the dialog, so a run's `dismiss` handler never clicks a Close elsewhere.
+  const MODAL = ["[role='dialog']", "[role='alertdialog']", "dialog[open]", "[aria-modal='true']"];
+  const CLOSE = /^(close|dismiss|×|✕|✖|x|got it|ok|okay|continue|skip|no,? thanks|maybe later|let'?s go|okay, let'?s go!?|accept|закрыть|понятно)$/i;
+  function dialogs() {
+    const out = [];
+    for (const kind of MODAL) for (const d of Q.all(kind).filter(visible)) {
+      const close = Q.all(CLICKABLE, d).filter((b) => visible(b) && CLOSE.test(name(b).replace(/[.!]+$/, "")));
+      if (!close.length) continue;
+      const sels = controlSelectors(close[0]);
+      if (sels.length) out.push({sel: `${kind} ${sels[0]}`, name: name(close[0])});
     }
     return out;
   }
@@ -328,21 +340,43 @@ DISCOVER_JS = in_page(r"""
     return null;
   }
 
+  // Rows of one list are alike: the same tag, and a role or a class in common (two messages), unlike a
+  // sidebar entry and a chat pane that merely both hold our words.
+  const alike = (a, b) => a.tagName === b.tagName &&
+    ((a.getAttribute("role") && a.getAttribute("role") === b.getAttribute("role")) || [...a.classList].some((c) => b.classList.contains(c)));
+  const depth = (el) => { let d = 0; for (let n = el; n; n = up(n)) d++; return d; };
+
+  // Our bubble and the list: of the elements showing our tag (the chat's title and the sidebar may show
+  // our words too), the one whose row and a row of new text after it are alike, in the deepest list.
+  function anchor(w) {
+    const mines = Q.all("*").filter((el) => !el.isContentEditable && !/^(TEXTAREA|INPUT|SCRIPT|STYLE|TITLE)$/.test(el.tagName) &&
+                                            ownText(el).includes(w.tag) && readable(el));
+    let best = null;
+    for (const mine of mines) {
+      for (const h of replyHolders(w, mine).slice(0, 60)) {
+        const list = lca(mine, h);
+        if (!list || list === mine || list === h) continue;
+        const row = rowOf(list, mine), other = rowOf(list, h);
+        if (!row || !other || row === other) continue;
+        const score = (alike(row, other) ? 1000 : 0) + depth(list) + Math.min(ownText(h).length, 200) / 1000;
+        if (!best || score > best.score) best = {mine, list, score};
+      }
+    }
+    return best;
+  }
+
   function bubbles(w) {
-    const mine = ours(w);
-    if (!mine) return {error: "our message is not shown"};
+    if (!ours(w)) return {error: "our message is not shown"};
+    const found = anchor(w);
+    if (!found) return {error: "no reply after our message"};
+    const {mine, list} = found;
     const holders = replyHolders(w, mine);
-    if (!holders.length) return {error: "no reply after our message"};
-    // The reply is the most text that came after ours (a "sent" status or a time may come first, in our own row).
-    const longest = holders.reduce((a, b) => (ownText(b).length > ownText(a).length ? b : a));
-    const list = lca(mine, longest);
-    if (!list) return {error: "our message and the reply are not in one document"};
     const row = rowOf(list, mine);
     const byRow = new Map();
-    for (const h of holders) {
+    for (const h of holders) {  // a row's main text (not the model's name or a time above it) leads its chain
       const r = rowOf(list, h);
       if (!r || r === row) continue;
-      if (!byRow.has(r)) byRow.set(r, h);
+      if (!byRow.has(r) || ownText(h).length > ownText(byRow.get(r)).length) byRow.set(r, h);
     }
     const reply = [...byRow.entries()].map(([r, h]) => ({row: r, holder: h, text: deepText(r), message: messageText(r)}))
                      .filter((s) => s.text && !/^(…|\.\.\.|thinking|typing|loading)/i.test(s.text));
@@ -403,6 +437,7 @@ DISCOVER_JS = in_page(r"""
   if (op === "inputs") return inputs();
   if (op === "controls") return controls(arg === undefined ? null : arg);
   if (op === "launchers") return launchers();
+  if (op === "dialogs") return dialogs();
   if (op === "selector") return controlSelectors(get(arg));
   if (op === "ref") return ref(arg);
   if (op === "count") return Q.all(arg).length;

@@ -49,6 +49,7 @@ _LATER = {
     "error": "shows when the agent fails",
     "new_chat_confirm": "shows after clicking new chat",
     "new_chat": "not used for this profile's new sessions",
+    "send": "may show only once text is typed: the round trip tries it",
     "launcher": "shows while the chat is closed",
 }
 
@@ -174,17 +175,18 @@ def _table(checks: list[SelectorCheck]) -> list[str]:
 
 
 def required_keys(profile: Profile, *, after_send: bool) -> set[str]:
+    """What must match something visible: the input at once; the bubbles, and a New chat button, once the
+    chat has a message and its reply. Many UIs show send only once text is typed (Open WebUI) and a New
+    chat or Clear button only once the chat has messages (Gradio): the round trip and New chat try those."""
     keys = {"input"}
-    if profile.selectors.send:
-        keys.add("send")
-    if profile.new_session == "button":
-        keys.add("new_chat")
     if after_send:
         keys |= {"assistant_message"} | ({"user_message"} if profile.selectors.user_message else set())
+        if profile.new_session == "button":
+            keys.add("new_chat")
     return keys
 
 
-def judge(match: SelectorMatch, required: bool) -> SelectorCheck:
+def judge(match: SelectorMatch, required: bool, new_session: str = "button") -> SelectorCheck:
     """What the probe says about one selector, from what the driver found with it."""
     check = SelectorCheck(key=match.key, selector=match.selector, required=required, count=match.count,
                           visible=match.visible, in_page=match.in_page, editable=match.editable)
@@ -205,13 +207,14 @@ def judge(match: SelectorMatch, required: bool) -> SelectorCheck:
             if check.visible > 1 and match.key in ("input", "send"):
                 check.note = f"{check.visible} visible: the first is used"
     elif not check.count:
-        check.note = _LATER.get(match.key, "")
+        check.note = ("may show only once the chat has messages: New chat tries it"
+                      if match.key == "new_chat" and new_session == "button" else _LATER.get(match.key, ""))
     return check
 
 
 async def check_selectors(driver: PlaywrightDriver, *, after_send: bool = False) -> list[SelectorCheck]:
     required = required_keys(driver.profile, after_send=after_send)
-    return [judge(m, m.key in required) for m in await driver.selector_matches()]
+    return [judge(m, m.key in required, driver.profile.new_session) for m in await driver.selector_matches()]
 
 
 async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = DEFAULT_TEXT,
