@@ -205,6 +205,20 @@ class Discoverer:
             rejected.append(f"{sels[0]!r}: clicking it showed no text box")
         return None
 
+    async def input_selectors(self, composer: _Composer) -> list[str]:
+        """The text box's stable selectors. An app finishing its start-up may put a new text box in place of
+        the first (Chainlit does): then the new one is found and asked."""
+        for _ in range(10):
+            if await _call(composer.frame, "isConnected", composer.input_id):
+                sels = await _call(composer.frame, "selector", composer.input_id)
+                if sels:
+                    return sels
+            await asyncio.sleep(POLL_S * 2)  # replaced, or two text boxes for a moment (the old one going)
+            fresh = await self.best_input()
+            if fresh is not None:
+                composer.frame, composer.input_id, composer.score = fresh.frame, fresh.input_id, fresh.score
+        raise _Out("the text box has no stable selector (no label, name, test id or class), or keeps being replaced")
+
     async def dismiss_dialogs(self) -> None:
         """A dialog over the chat at load is closed, and its close control becomes `dismiss` (the run
         clicks it whenever it shows up again)."""
@@ -257,20 +271,24 @@ class Discoverer:
         raise _Out("the page keeps clearing the text box: nothing can be typed into it")
 
     async def send_control(self, frame: Frame, input_id: int, input_sel: str, text: str) -> str | None:
-        """A button by the input that is named for sending, submits its form, or became enabled with the text."""
-        before = {c["id"]: c for c in await _call(frame, "controls", input_id)}
+        """A button by the input that is named for sending, submits its form, or is enabled only while the
+        input holds text (seen by emptying the input once)."""
+        await self.type_into(frame, input_sel, text)
+        with_text = await _call(frame, "controls", input_id)
+        await frame.locator(input_sel).first.fill("", timeout=PAGE_GRACE_S * 1000)
+        await asyncio.sleep(0.3)  # the page's own handlers update the buttons (a quiet window, not a sync)
+        empty = {c["id"]: c["disabled"] for c in await _call(frame, "controls", input_id)}
         await self.type_into(frame, input_sel, text)
         best, best_score, weighed = None, 2.5, []
-        for c in await _call(frame, "controls", input_id):
+        for c in with_text:
             buttonish = c["tag"] in ("button", "input") or c["role"] == "button"
             if c["disabled"] or not buttonish or _NOT_SEND.search(c["name"]) or c["href"] not in (None, ""):
                 continue
-            was = before.get(c["id"])
-            enabled_now = was is not None and was["disabled"]  # it became enabled once there was text
+            toggles = empty.get(c["id"], False)  # disabled without text, enabled with it
             named = bool(_SEND_NAME.search(c["name"]))
-            if not (named or c["type"] == "submit" or enabled_now):
+            if not (named or c["type"] == "submit" or toggles):
                 continue  # a button that only stands near the input is no evidence
-            score = (3 if c["sameForm"] else 0) + (3 if c["type"] == "submit" else 0) + (4 if named else 0) + (3 if enabled_now else 0)
+            score = (3 if c["sameForm"] else 0) + (3 if c["type"] == "submit" else 0) + (4 if named else 0) + (3 if toggles else 0)
             if c["near"] is not None and c["near"] < 300:
                 score += 2 * (1 - c["near"] / 300)
             weighed.append(f"{c['name'][:30]!r} scored {score:.1f}")
@@ -491,9 +509,8 @@ class Discoverer:
                 self.note("frame", " > ".join(self.result.frame), f"the text box is in the frame at {self.shown(frame.url)}")
             if composer.launcher:
                 self.result.selectors["launcher"] = composer.launcher
-            input_sels = await _call(frame, "selector", composer.input_id)
-            if not input_sels:
-                raise _Out("the text box has no stable selector (no label, name, test id or class)")
+            input_sels = await self.input_selectors(composer)
+            frame = composer.frame
             self.result.selectors["input"] = input_sels[0]
             self.note("input", input_sels[0], f"score {composer.score:.1f}")
             if not send:

@@ -441,7 +441,7 @@ DISCOVER_JS = in_page(r"""
   if (op === "selector") return controlSelectors(get(arg));
   if (op === "ref") return ref(arg);
   if (op === "count") return Q.all(arg).length;
-  if (op === "isInput") return !!get(arg) && visible(get(arg));
+  if (op === "isConnected") return !!get(arg) && get(arg).isConnected;
   if (op === "text") return get(arg) ? deepText(get(arg)) : null;
   if (op === "arm") return arm(arg);
   if (op === "state") return D.watch ? state(D.watch) : {ours: false};

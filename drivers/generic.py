@@ -359,6 +359,9 @@ class PlaywrightDriver(ChatDriver):
         page, frame, journal = self._page(), await self._frame(), journal or SendJournal()
         try:
             if not self._sel.send:
+                if typed and not (await self._input_text()).strip():  # empty: typing it again cannot double it
+                    raise InputCleared("the page cleared the input before Enter could be pressed (an app still "
+                                       "starting up?); nothing was sent")
                 await journal.submitting()
                 await frame.locator(self._sel.input).filter(visible=True).first.press(
                     "Enter", timeout=self.profile.send_timeout_s * 1000)

@@ -24,7 +24,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
-from .base import DriverError, SelectorError
+from .base import DriverError, InputCleared, SelectorError
 from .generic import PlaywrightDriver, SelectorMatch
 from .profile import Profile
 
@@ -83,6 +83,7 @@ class SelectorCheck(BaseModel):
 
 class SendCheck(BaseModel):
     text: str
+    retyped: int = 0  # the page cleared what was typed before send (nothing sent), so it was typed again
     bubbles: list[str] = []
     signal: str = ""
     seconds: float = 0.0
@@ -141,7 +142,9 @@ class ProbeReport(BaseModel):
             if s.error:
                 lines.append(f"send {s.text!r}: FAILED: {s.error}")
             else:
-                lines.append(f"send {s.text!r}: reply in {s.seconds:.1f} s, {len(s.bubbles)} bubble(s), signal {s.signal}")
+                lines.append(f"send {s.text!r}: reply in {s.seconds:.1f} s, {len(s.bubbles)} bubble(s), signal {s.signal}"
+                             + (f" (typed again {s.retyped} time(s): the page had cleared the input before send)"
+                                if s.retyped else ""))
                 lines += [f"  reply[{i}]: {b!r}" for i, b in enumerate(s.bubbles)]
             if self.after_send:
                 lines.append("after the reply:")
@@ -268,12 +271,21 @@ async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = D
     return report
 
 
-async def _send(driver: PlaywrightDriver, check: SendCheck, within) -> None:
-    try:
-        reply = await within("waiting for the reply", driver.send(check.text))
-    except DriverError as e:
-        check.error = str(e)
-        return
+async def _send(driver: PlaywrightDriver, check: SendCheck, within, cleared_retries: int = 2) -> None:
+    """The run's send; a page that cleared the input before send (nothing was sent) gets it typed again,
+    as a run's recovery does."""
+    for attempt in range(cleared_retries + 1):
+        try:
+            reply = await within("waiting for the reply", driver.send(check.text))
+            break
+        except InputCleared as e:
+            if attempt == cleared_retries:
+                check.error = str(e)
+                return
+            check.retyped += 1
+        except DriverError as e:
+            check.error = str(e)
+            return
     if reply is None:
         check.error = "no complete reply within the probe's budget"
         return

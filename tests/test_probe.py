@@ -174,3 +174,14 @@ def test_a_chat_inside_an_iframe_is_found_and_driven_in_its_frame(tmp_path):
     assert found.returncode == 0, found.stdout + found.stderr
     assert f"    frame {base}/c/" in found.stdout and "(cross-origin, HOLDS THE CHAT)" in found.stdout
     assert "reply[0]: 'echo: [mmb probe]" in found.stdout and "new chat (button): no messages left (1 before)" in found.stdout
+
+
+def test_a_page_that_clears_the_first_typing_gets_it_typed_again_by_the_probe_as_by_a_run(tmp_path):
+    """Chainlit's start-up clears what is typed first: a run types it again (nothing was sent), and so
+    does the probe, which otherwise failed where the run would not."""
+    with ChatLab(LabScenario(wipe_first_typing=True)) as lab:
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--send", "hello lab", "--out", str(tmp_path))
+        received = list(lab.received)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert received == [probe_message("hello lab")]  # once
+    assert "(typed again 1 time(s): the page had cleared the input before send)" in done.stdout
