@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from demo_agent.files import atomic_write
 from demo_agent.text import (
     content_stems,
     is_cyrillic,
@@ -31,7 +32,6 @@ from demo_agent.text import (
     looks_important,
     normalise,
 )
-from drivers.files import atomic_write
 
 NOTICE_TEXT = "Context compacted: older messages were summarised into notes"
 STATE_FILE = "memory.json"

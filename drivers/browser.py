@@ -162,20 +162,27 @@ class ChatContext:
 
 
 class BrowserHost:
-    """The browser that runs share (each gets a context of its own), started on first use."""
+    """The browser that runs share (each gets a context of its own), started on first use, and started
+    again when it dies under them (its processes killed, out of memory): each run's next context comes
+    from the new one, so a crash costs every run a reopened chat, never the run."""
 
     def __init__(self, pw: Playwright, config: BrowserConfig):
         self.pw = pw
         self.config = config
         self._browser: Browser | None = None
         self._starting = asyncio.Lock()  # runs start together: without it each would launch a browser
+        self.generation = 0  # browsers started so far: a run whose context is of an older one saw it die
 
     async def browser(self) -> Browser:
         async with self._starting:
             return await self._start()
 
     async def _start(self) -> Browser:
+        if self._browser is not None and not self._browser.is_connected():
+            log.warning("browser: the browser died (its connection closed); starting another")
+            self._browser = None
         if self._browser is None:
+            self.generation += 1
             if self.config.connect is not None:
                 self._browser = await connect_browser(self.pw, self.config)
                 log.info("browser: connected to %s (%s %s)",
@@ -200,11 +207,14 @@ class BrowserHost:
             return await self._persistent(login, options)
         if login is not None:
             options["storage_state"] = str(login.path)
-        browser = await self.browser()
-        try:
-            context = await browser.new_context(**options)
-        except PlaywrightError as e:
-            raise BrowserStartError(f"cannot open a browser context: {str(e).splitlines()[0]}") from None
+        for attempt in (1, 2):
+            browser = await self.browser()
+            try:
+                context = await browser.new_context(**options)
+                break
+            except PlaywrightError as e:
+                if attempt == 2 or not await _dead(browser):
+                    raise BrowserStartError(f"cannot open a browser context: {str(e).splitlines()[0]}") from None
         return ChatContext(context, login.secrets() if login else ())
 
     async def _persistent(self, login: SavedLogin, options: dict[str, Any]) -> ChatContext:
@@ -224,6 +234,16 @@ class BrowserHost:
         browser, self._browser = self._browser, None
         if browser is not None:
             await browser.close()
+
+
+async def _dead(browser: Browser, within_s: float = 3.0) -> bool:
+    """Whether `browser` is gone: an action failed as it died, and Playwright hears of its death a moment later."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while browser.is_connected():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 @contextlib.asynccontextmanager

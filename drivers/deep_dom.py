@@ -137,7 +137,7 @@ DEEP_DOM_JS = r"""(() => {
   // root calls back with no records).
   function observe(callback, options = OPTIONS) {
     const mo = new MutationObserver(callback);
-    mo.observe(document.documentElement, options);
+    mo.observe(document, options);  // not documentElement: null in a page that has only begun to load (a reload)
     for (const r of roots) if (r.host.isConnected) mo.observe(r, options);
     const onRoot = (r) => { mo.observe(r, options); callback([]); };
     hook.listeners.add(onRoot);

@@ -121,6 +121,25 @@ async def _call(frame: Frame, op: str, arg: Any = None, limit_s: float = PAGE_GR
     return await bounded(frame.evaluate(DISCOVER_JS, {"op": op, "arg": arg}), limit_s, f"discovery: {op}")
 
 
+_WORDS = re.compile(r"^[^\W\d_][\w ,.'’!?-]{1,38}$")
+_ROLES = {"button": "button", "a": "link", "summary": "button"}
+
+
+async def control_selectors(frame: Frame, control: dict[str, Any]) -> list[str]:
+    """A control's stable selectors: its role and accessible name first (`role=button[name="New chat"]`,
+    Playwright's syntax, which input, send, new_chat, launcher and dismiss may use) when its name is
+    words and finds it alone, then the page's own (test ids, labels, classes)."""
+    own = await _call(frame, "selector", control["id"])
+    role = control.get("role") or _ROLES.get(control.get("tag", ""), "")
+    name = control.get("name", "")
+    if role in ("button", "link") and _WORDS.match(name):
+        by_role = f'role={role}[name="{name}"]'
+        with contextlib.suppress(PlaywrightError):
+            if await frame.locator(by_role).count() == 1:
+                return [by_role, *own]
+    return own
+
+
 class Discoverer:
     def __init__(self, page: Page, url: str, *, say: Say, budget_s: float = BUDGET_S, shown: Callable[[str], str] = str):
         self.page, self.url, self.say, self.shown = page, url, say, shown
@@ -185,7 +204,7 @@ class Discoverer:
                     candidates.append((score, frame, c))
         for _score, frame, c in sorted(candidates, key=lambda t: -t[0])[:3]:
             tried.add((frame.url, str(c["id"])))
-            sels = await _call(frame, "selector", c["id"])
+            sels = await control_selectors(frame, c)
             if not sels:
                 rejected.append(f"{c['name']!r}: no stable selector")
                 continue
@@ -297,7 +316,7 @@ class Discoverer:
         if best is None:
             self.note("send", None, "no button by the input is named for sending or submits its form: Enter sends", weighed)
             return None
-        sels = await _call(frame, "selector", best["id"])
+        sels = await control_selectors(frame, best)
         if not sels:
             self.note("send", None, f"the best button {best['name']!r} has no stable selector: Enter sends", weighed)
             return None
@@ -352,8 +371,8 @@ class Discoverer:
             side = found[key]
             rejected = [f"{sel!r}: {why}" for sel, why in side["rejected"]]
             if not side["ok"]:
-                raise _Out(f"no selector matches the {'reply' if key == 'assistant' else 'our message'}'s bubble and "
-                           f"not the other's: {'; '.join(rejected[:6])}")
+                whose = "the reply's bubble" if key == "assistant" else "the bubble of our message"
+                raise _Out(f"no selector matches {whose} and not the other's: {'; '.join(rejected[:6])}")
             self.result.selectors[part] = side["ok"][0]
             self.note(part, side["ok"][0], f"{found['rows']} reply row(s)" if key == "assistant" else "holds our message",
                       rejected)
@@ -424,7 +443,7 @@ class Discoverer:
             with contextlib.suppress(PlaywrightError, DriverError):
                 for c in await _call(scope, "controls"):
                     if _NEW_CHAT.search(c["name"]):
-                        sels = await _call(scope, "selector", c["id"])
+                        sels = await control_selectors(scope, c)
                         if sels and all(sels[0] != known for _, known, _ in out):
                             out.append((scope is self.page.main_frame, sels[0], c["name"]))
         return out
@@ -471,7 +490,7 @@ class Discoverer:
             with contextlib.suppress(PlaywrightError, DriverError):
                 for c in await _call(scope, "controls"):
                     if c["id"] not in before and _CONFIRM.search(c["name"]):
-                        sels = await _call(scope, "selector", c["id"])
+                        sels = await control_selectors(scope, c)
                         if sels:
                             await scope.locator(sels[0]).first.click(timeout=PAGE_GRACE_S * 1000)
                             return sels[0]
@@ -540,7 +559,7 @@ class Discoverer:
         for c in await _call(frame, "controls", input_id):
             buttonish = c["tag"] in ("button", "input") or c["role"] == "button"
             if buttonish and not c["disabled"] and _SEND_NAME.search(c["name"]) and not _NOT_SEND.search(c["name"]):
-                sels = await _call(frame, "selector", c["id"])
+                sels = await control_selectors(frame, c)
                 if sels:
                     self.result.selectors["send"] = sels[0]
                     self.note("send", sels[0], f"named {c['name']!r} (not tried: --no-send)")

@@ -58,10 +58,27 @@ DISCOVER_JS = in_page(r"""
   const SEMANTIC = /(assistant|bot|ai|agent|model|reply|response|answer|incoming|received|inbound|user|human|me|mine|self|own|sent|outgoing|outbound|question|prompt|message|msg|bubble|chat|composer|input|send|stop|typing|launcher|widget)/i;
   const SKIP_ATTR = /^(id|class|style|href|src|srcset|d|viewbox|xmlns|tabindex|for|value|contenteditable|draggable|spellcheck|autocomplete|autocorrect|autocapitalize|rows|cols|maxlength|dir|lang|width|height|loading|decoding|disabled|hidden|checked|open|aria-hidden|aria-describedby|aria-labelledby|aria-controls|aria-owns|aria-activedescendant|aria-expanded|aria-selected|aria-pressed|aria-disabled|aria-busy|aria-live|aria-atomic|aria-posinset|aria-setsize|aria-rowindex|aria-colindex|aria-level|enterkeyhint|inputmode|jsaction|jscontroller|jsname|jslog|ng-\w+|_ng\w*|v-\w+|data-v-\w+)$/i;
   const VOLATILE_ATTR = /(^|[-_])(id|key|index|idx|uuid|guid|time|timestamp|ts|date|created|updated|pos|position|order|seq|count|state|status|testid-\d+)([-_]|$)/i;
-  // Identity, not kind: long numbers (ids, times), hex or UUID ids, a word with a number (message-12, row3), paths.
   const STATE_ATTR = /(^|[-_])(active|selected|current|expanded|checked|pressed|open|focus|focused|hover|disabled|loading|busy|visible|hidden|highlighted|state|status|streaming|pending|last|first|new)([-_]|$)/i;
-  const uniqueLooking = (v) => /\d{5,}/.test(v) || /[0-9a-f]{12,}/i.test(v) || /^[a-z]+[-_]?\d+$/i.test(v) ||
-                               /[:\/]/.test(v) || v.length > 60;
+  // Identity, not kind: long numbers (ids, times), a word with a number (message-12, row3), hex or UUID ids, paths.
+  const numbered = (v) => /\d{5,}/.test(v) || /^[a-z]+[-_]?\d+$/i.test(v);
+  const idLike = (v) => /[0-9a-f]{12,}/i.test(v) || /[:\/]/.test(v) || v.length > 60;
+  const uniqueLooking = (v) => numbered(v) || idLike(v);
+  // A class with a number names one element (message-12, row3) when the page has the same name with another
+  // number; alone it is a name a build generated (xnmpuk0, css-a12345), which may well name a kind.
+  let numberedIndex = null;
+  const stemOf = (c) => c.replace(/\d+/g, "#");
+  const numberedClasses = () => {  // on this page: the stems that come with several numbers, and each class's uses
+    if (numberedIndex) return numberedIndex;
+    const values = new Map(), uses = new Map();
+    for (const el of Q.all("*")) for (const c of el.classList) if (numbered(c)) {
+      if (!values.has(stemOf(c))) values.set(stemOf(c), new Set());
+      values.get(stemOf(c)).add(c);
+      uses.set(c, (uses.get(c) || 0) + 1);
+    }
+    return (numberedIndex = {stems: new Set([...values].filter(([, v]) => v.size > 1).map(([stem]) => stem)), uses});
+  };
+  const identityClass = (c) => idLike(c) || (numbered(c) && numberedClasses().stems.has(stemOf(c)));
+  const numberedOnce = (c) => numbered(c) && numberedClasses().uses.get(c) === 1;
   // An id a person wrote (#send-button), not one a framework made (#radix-3, #webchat__layout__id--zdaou).
   const semanticId = (id) => /^[a-z][a-z_-]{2,40}$/i.test(id) && !/^(ember|react|radix|headlessui|mui|rc|el)[-_]/i.test(id) &&
                              !/--|(^|[-_])(id|uid|key)([-_]|$)/i.test(id);
@@ -82,8 +99,9 @@ DISCOVER_JS = in_page(r"""
     }
     if (el.id && semanticId(el.id) && !bubble) out.push({sel: "#" + CSS.escape(el.id), rank: 0});  // one bubble's, never all
     for (const c of el.classList) {
-      if (!c || STATE.test(c) || uniqueLooking(c)) continue;
-      out.push({sel: "." + CSS.escape(c), rank: SEMANTIC.test(c) ? 1 : 3});
+      if (!c || STATE.test(c) || identityClass(c)) continue;
+      // A numbered class seen once comes last: it may be an identity whose twins are yet to come (user-1).
+      out.push({sel: "." + CSS.escape(c), rank: (SEMANTIC.test(c) ? 1 : 3) + (numberedOnce(c) ? 1.5 : 0)});
     }
     out.push({sel: tag, rank: 4, tag: true});
     return out;
@@ -173,8 +191,8 @@ DISCOVER_JS = in_page(r"""
       if (!(Math.min(innerWidth - r.right, r.left) < 140 && innerHeight - r.bottom < 160) || !fixedWithin(el)) continue;
       const hit = el.getRootNode().elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
       if (!hit || !(hit === el || Q.contains(el, hit))) continue;  // covered, or not taking pointer events
-      out.push({id: ref(el), name: name(el), href: el.tagName === "A" ? (el.getAttribute("href") || "") : null,
-                w: r.width, h: r.height});
+      out.push({id: ref(el), tag: el.tagName.toLowerCase(), role: el.getAttribute("role") || "", name: name(el),
+                href: el.tagName === "A" ? (el.getAttribute("href") || "") : null, w: r.width, h: r.height});
     }
     return out;
   }

@@ -2,7 +2,8 @@
 a path written in a user's file that the operating system can take.
 
 The one write-then-rename helper of the project. It sits in drivers/, the lowest layer, so the
-drivers (logins, scrubbed traces), the engine (state.json, reports) and the demo agent share it.
+drivers (logins, scrubbed traces) and the engine (state.json, reports) share it; the demo agent, being
+the agent under test, has its own (demo_agent/files.py).
 A new file gets the permissions the user's umask gives (mkstemp alone would make it 0600);
 secrets pass `mode=0o600`.
 """

@@ -757,14 +757,21 @@ class PlaywrightDriver(ChatDriver):
         """A DriverError with a screenshot of the page as it was and its DOM (when enabled and possible)."""
         shot = dom = None
         if self.screenshot_on_failure and self.page is not None:
-            self.artifacts.mkdir(parents=True, exist_ok=True)
             stem = f"failure-{time.strftime('%Y%m%d-%H%M%S')}-{next(_shots)}"
             shot = self.artifacts / f"{stem}.png"
             try:
-                await self.page.screenshot(path=str(shot), full_page=True)
-            except PlaywrightError:
-                shot = None
-            dom = await self._save_dom(self.artifacts / f"{stem}.dom.txt")
+                self.artifacts.mkdir(parents=True, exist_ok=True)
+                try:
+                    await self.page.screenshot(path=str(shot), full_page=True)
+                except PlaywrightError:
+                    shot = None
+                dom = await self._save_dom(self.artifacts / f"{stem}.dom.txt")
+            except OSError as e:  # a full disk: a warning, never the chat's fault; no partial file left
+                log.warning("failure screenshot %s not written: %s", stem, e)
+                for partial in (f"{stem}.png", f"{stem}.dom.txt"):
+                    with contextlib.suppress(OSError):
+                        (self.artifacts / partial).unlink(missing_ok=True)
+                shot = dom = None
         message = self.shown(message)  # Playwright's own messages name the page's URL
         log.warning("%s", message)
         return kind(message, screenshot=shot, dom=dom)

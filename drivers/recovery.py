@@ -16,11 +16,16 @@ _WAIT = re.compile(r"\b(?:in|after|wait|for)\s+(?:about\s+|another\s+)?(\d+(?:[.
 
 
 class Recovery(Strict):
-    """config.jsonc `agent.recovery`: how hard to try before a run stops on a sick chat."""
+    """config.jsonc `agent.recovery`: how hard to try before a run stops on a sick chat. By default a run
+    rides out an agent that is down or restarting for up to give_up_after_s (10 minutes): an unattended
+    marathon meets deploys and restarts."""
 
-    attempts: int = Field(4, ge=1, description="Tries per message, chat opening or new chat")
+    attempts: int | None = Field(None, ge=1, description="At most this many tries per message, chat opening or "
+                                 "new chat (unset: as many as fit in give_up_after_s)")
+    give_up_after_s: float = Field(600.0, ge=0, description="Keep trying one step for this long from its first "
+                                   "failure, then stop the run (resumable)")
     backoff_s: float = Field(2.0, ge=0, description="Wait before the 2nd try; doubles with each further one")
-    max_backoff_s: float = Field(120.0, ge=0, description="Longest wait between tries")
+    max_backoff_s: float = Field(60.0, ge=0, description="Longest wait between tries")
     rate_limit_wait_s: float = Field(30.0, ge=0, description="Wait after a rate-limit message that names no time")
     no_reply: Literal["stop", "wait"] = Field(
         "stop", description="A message the chat shows but no reply comes to: 'stop' the run (resumable; the message "

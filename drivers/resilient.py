@@ -46,6 +46,7 @@ from .base import (
     SessionInfo,
 )
 from .recovery import Recovery, wait_named_in
+from .waiting import HEARTBEAT_S  # one cadence for every wait: a line this often says the run is alive and why
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,40 @@ Sleep = Callable[[float], Awaitable[object]]
 RECOVERABLE = (DriverError, PlaywrightError, ConnectionError, asyncio.TimeoutError)
 FINAL = (SelectorError, NotResent)  # the profile is wrong, or typing again could send it twice: no retry
 LOOK_S = 5.0  # after an error or a reply that never came, a reopened chat shows the reply's first bubble this soon
+
+
+class _Tries:
+    """The tries of one step (a message, opening the chat, a new chat): `recovery.attempts` of them when
+    set, and never past `give_up_after_s` from the first failure. Time counts what was waited, as asked,
+    when that is more than the clock saw (a test's sleep that does not sleep)."""
+
+    def __init__(self, recovery: Recovery):
+        self.recovery = recovery
+        self.count = 0
+        self._failed_at: float | None = None
+        self.waited = 0.0
+
+    def another(self) -> bool:
+        """Whether to try (again)."""
+        if self.count and self._failed_at is None:
+            self._failed_at = time.monotonic()
+        if self.count and ((self.recovery.attempts is not None and self.count >= self.recovery.attempts)
+                           or self.left() <= 0):
+            return False
+        self.count += 1
+        return True
+
+    @property
+    def elapsed(self) -> float:
+        return 0.0 if self._failed_at is None else max(time.monotonic() - self._failed_at, self.waited)
+
+    def left(self) -> float:
+        return self.recovery.give_up_after_s - self.elapsed
+
+    def label(self) -> str:
+        bound = f" of {self.recovery.attempts}" if self.recovery.attempts is not None else \
+            f", for up to {_duration(self.recovery.give_up_after_s)}"
+        return f"attempt {self.count}{bound}"
 
 
 class _Submits(SendJournal):
@@ -116,9 +151,11 @@ class ResilientDriver(ChatDriver):
             before = await self.chat_before()
         last: Exception | None = None
         said_failed = timed_out = False  # what the last typing got: an error shown for it, no reply in time
-        for attempt in range(1, self.recovery.attempts + 1):
+        tries = _Tries(self.recovery)
+        while tries.another():
+            attempt = tries.count
             if attempt > 1:
-                await self._wait(attempt, last)
+                await self._wait(tries, last)
             try:
                 if submitted:
                     found = await self._look(text, before, submits, reopen=attempt > 1, said_failed=said_failed,
@@ -135,7 +172,7 @@ class ResilientDriver(ChatDriver):
                 raise
             except RECOVERABLE as e:
                 last = e
-                self._event(f"reopening the chat failed (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")
+                self._event(f"reopening the chat failed ({tries.label()}): {_first_line(e)}")
                 continue
             submits.submitted = False
             try:
@@ -146,14 +183,15 @@ class ResilientDriver(ChatDriver):
                 last = e
                 if submits.submitted:  # from here on the chat may have it: looked for before any typing
                     submitted, said_failed, timed_out = True, isinstance(e, AgentErrorReply), isinstance(e, ReplyTimeout)
-                self._event(f"sending failed (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")
+                self._event(f"sending failed ({tries.label()}): {_first_line(e)}")
                 continue
+            self._recovered(tries)
             self._url = self.inner.session_url
             return reply
-        raise self._give_up("send a message and get its reply", last)
+        raise self._give_up("send a message and get its reply", last, tries)
 
     async def chat_before(self) -> ChatBefore | None:
-        return await self._retrying("count the chat's messages", self.inner.chat_before)
+        return await self._retrying("count the chat's messages", lambda: self.inner.chat_before())  # the inner of each try
 
     async def find_sent(self, text: str, before: ChatBefore | None) -> Presence:
         return await self._retrying("look for the message in the chat", lambda: self.inner.find_sent(text, before))
@@ -162,7 +200,7 @@ class ResilientDriver(ChatDriver):
         return await self.inner.reply_to_last(first_bubble_s=first_bubble_s)
 
     async def new_session(self) -> SessionInfo:
-        info = await self._retrying("start a new chat", self.inner.new_session)
+        info = await self._retrying("start a new chat", lambda: self.inner.new_session())
         self._url = info.url
         self._session_index += 1
         return info
@@ -221,26 +259,34 @@ class ResilientDriver(ChatDriver):
 
     async def _retrying(self, what: str, action: Callable[[], Awaitable[T]], *, reopen: bool = True) -> T:
         last: Exception | None = None
-        for attempt in range(1, self.recovery.attempts + 1):
-            if attempt > 1:
-                await self._wait(attempt, last)
+        tries = _Tries(self.recovery)
+        while tries.another():
+            if tries.count > 1:
+                await self._wait(tries, last)
                 try:
                     if reopen:
                         await self._reopen()
                 except RECOVERABLE as e:
                     last = e
-                    self._event(f"reopening the chat failed (attempt {attempt}): {_first_line(e)}")
+                    self._event(f"reopening the chat failed ({tries.label()}): {_first_line(e)}")
                     continue
             try:
-                return await action()
+                result = await action()
             except FINAL:
                 raise  # the profile is wrong, not the chat; or trying again could type a message twice
             except RECOVERABLE as e:
                 last = e
-                self._event(f"could not {what} (attempt {attempt} of {self.recovery.attempts}): {_first_line(e)}")
+                self._event(f"could not {what} ({tries.label()}): {_first_line(e)}")
                 if not reopen and self._rebuild is not None and _is_dead(e):
                     await self._replace_inner()
-        raise self._give_up(what, last)
+                continue
+            self._recovered(tries)
+            return result
+        raise self._give_up(what, last, tries)
+
+    def _recovered(self, tries: _Tries) -> None:
+        if tries.count > 1:
+            self._event(f"the chat works again after {tries.count} tries over {_duration(tries.elapsed)}")
 
     async def _reopen(self) -> None:
         """The chat at its last known address: same page if it lives, a new page, else a new context."""
@@ -264,26 +310,47 @@ class ResilientDriver(ChatDriver):
             log.debug("closing the dead driver: %s", e)
         self.inner = await self._rebuild()
 
-    async def _wait(self, attempt: int, error: Exception | None) -> None:
+    async def _wait(self, tries: _Tries, error: Exception | None) -> None:
+        """The backoff before the next try (as long as a rate-limit message asks, within max_backoff_s), never
+        past the step's give_up_after_s; a wait longer than HEARTBEAT_S says every so often what it waits for."""
         r = self.recovery
         if isinstance(error, RateLimited):
             seconds = wait_named_in(error.text)
             seconds = r.rate_limit_wait_s if seconds is None else seconds
             seconds = min(seconds * 1.1 + 0.2, r.max_backoff_s)  # a little past what it asked
         else:
-            seconds = min(r.backoff_s * 2 ** (attempt - 2), r.max_backoff_s) * (0.8 + random.random() * 0.4)
+            seconds = min(r.backoff_s * 2 ** min(tries.count - 2, 30), r.max_backoff_s) * (0.8 + random.random() * 0.4)
+        seconds = max(min(seconds, tries.left()), 0.0)
         log.info("waiting %.1f s before trying again", seconds)
-        await self._sleep(seconds)
+        while seconds > 0:
+            step = min(seconds, HEARTBEAT_S)
+            await self._sleep(step)
+            tries.waited += step
+            seconds -= step
+            if seconds > 0:
+                log.warning("agent chat: still waiting to try again: failing for %s, next try in %s (%s; gives up "
+                            "after %s, agent.recovery.give_up_after_s)", _duration(tries.elapsed), _duration(seconds),
+                            _first_line(error) if error else "no error", _duration(r.give_up_after_s))
 
-    def _give_up(self, what: str, last: Exception | None) -> DriverError:
+    def _give_up(self, what: str, last: Exception | None, tries: _Tries) -> DriverError:
         detail = str(last).strip() if last else f"could not {what}"
-        return DriverError(f"{detail} (gave up after {self.recovery.attempts} attempt(s) to {what}; the state is "
-                           f"saved: run the same command again to continue)")
+        return DriverError(f"{detail} (gave up after {tries.count} attempt(s) over {_duration(tries.elapsed)} to {what}; "
+                           "the state is saved: run the same command again to continue)")
 
     def _event(self, message: str) -> None:
         log.warning("agent chat: %s", message)
         if self._on_event:
             self._on_event(message)
+
+
+def _duration(seconds: float) -> str:
+    """'12 s', '4 min 10 s', '1 h 5 min'."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min" + (f" {seconds % 60} s" if seconds % 60 else "")
+    return f"{seconds // 3600} h" + (f" {seconds % 3600 // 60} min" if seconds % 3600 // 60 else "")
 
 
 def _first_line(error: BaseException) -> str:

@@ -1,16 +1,19 @@
 """Playwright traces: one trace.zip per chat session, a group per turn, kept on failure or always.
 
 Each finished trace is scrubbed (trace_scrub): cookies, credential headers and the login's secret
-values never stay in a trace.zip.
+values never stay in a trace.zip. A trace that cannot be written (a full disk) is a warning, never a
+fault of the chat: its partial file is removed and tracing stops for the rest of the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Literal
 
 from playwright.async_api import BrowserContext
+from playwright.async_api import Error as PlaywrightError
 
 from .trace_scrub import scrub_trace, storage_secrets
 
@@ -29,6 +32,7 @@ class SessionTracer:
         self._chunk: Path | None = None
         self._in_group = False
         self._started = False
+        self.failed: str | None = None  # why tracing stopped early: a trace could not be written
 
     @property
     def active(self) -> bool:
@@ -53,6 +57,8 @@ class SessionTracer:
         if not self.active:
             return
         await self._stop_chunk()
+        if not self.active:  # its trace could not be written: tracing stopped
+            return
         await self.context.tracing.start_chunk(title=f"session {session_index}")
         self._chunk = self._free_name(session_index)
 
@@ -84,12 +90,33 @@ class SessionTracer:
 
     async def _stop_chunk(self) -> None:
         await self.end_group()
-        if self._chunk is not None:
+        if self._chunk is None:
+            return
+        chunk, self._chunk = self._chunk, None
+        try:
             stored = await storage_secrets(self.context)  # read while the context still holds them
-            await self.context.tracing.stop_chunk(path=str(self._chunk))
-            scrub_trace(self._chunk, (*self.secrets, *stored))
-            self.files.append(self._chunk)
-            self._chunk = None
+            await self.context.tracing.stop_chunk(path=str(chunk))
+            scrub_trace(chunk, (*self.secrets, *stored))
+        except (PlaywrightError, OSError) as e:
+            with contextlib.suppress(OSError):
+                chunk.unlink(missing_ok=True)  # a partial zip, or one not scrubbed of secrets yet
+            await self._stop_early(chunk, e)
+            return
+        self.files.append(chunk)
+
+    async def _stop_early(self, chunk: Path, error: BaseException) -> None:
+        """A trace that could not be written: said once, and no more tracing in this chat (each later one
+        would meet the same disk)."""
+        self.failed = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        log.warning("trace %s not written (%s); tracing stops for the rest of this run", chunk.name, self.failed)
+        self.mode = "off"
+        self._in_group = False
+        if self._started:
+            self._started = False
+            try:
+                await self.context.tracing.stop()
+            except PlaywrightError as e:
+                log.debug("stopping the trace: %s", e)
 
     def _free_name(self, session_index: int) -> Path:
         """session-2.trace.zip, or session-2.part2.trace.zip when a restart resumes session 2."""

@@ -1,28 +1,52 @@
 """The run's whole live state, saved atomically to results/<id>/state.json on every change.
 
-A restart loads it and goes on from the same place; deleting the folder starts over. The full
-agent transcript grows without bound, so it is appended to transcript.jsonl beside it instead,
-which keeps a save's cost flat as a run gets long.
+A restart loads it and goes on from the same place; deleting the folder starts over. What only
+grows is kept beside it and appended to, so a save costs the same at turn 10 and turn 10,000: the
+agent transcript in transcript.jsonl, and the evaluations, the run log, the agent's notices, the
+judge's notes, the persona's compactions and each change of the live fact files in state.*.jsonl
+files of their own (persona/state_parts.py). `RunStore.load` and `read_state` put it all together:
+readers get the whole RunState, as they always did, and old state.json files that hold everything
+inline still read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
+import json
+import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
 from drivers.files import atomic_write
-from persona.benchmark.facts import FactFile
+from persona.benchmark.facts import FactChanges, FactFile
 from persona.benchmark.phases import Category
 from persona.crashpoints import crash_point
-from persona.errors import RunError
+from persona.errors import RunError, StorageError, storage_error
+from persona.state_parts import (
+    FACTS,
+    FactsPart,
+    ListPart,
+    PartRef,
+    append_lines,
+    is_part_file,
+    read_facts,
+    read_list,
+    trim_lines,
+)
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "state.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
+LOCK_FILE = ".lock"
+RESERVE_FILE = ".reserve"  # space set aside at the start, given back when the disk fills: the run can still record its end
+RESERVE_BYTES = 2 * 1024 * 1024
 SCHEMA_VERSION = 1
 
 Status = Literal["new", "running", "finished", "failed", "interrupted", "stalled", "budget"]
@@ -318,6 +342,7 @@ class RunState(BaseModel):
     evaluations: list[Evaluation] = []
     agent_notices: list[AgentNotice] = []
     repaired_chars: int = 0  # characters of the agent's replies that could not be stored, as U+FFFD (drivers.base.storable)
+    browser_relaunches: int = 0  # times the browser died under the run and was started again (the chat reopened)
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
@@ -326,6 +351,9 @@ class RunState(BaseModel):
     judge_notes: list[str] = []  # judge answers asked again (and why), verdicts taken from text: by check
     provenance: list[Provenance] = []  # the start's record, then one per resume that differed
     grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
+    # Where the parts saved apart are (state.*.jsonl beside state.json) and how much of each this state knows.
+    parts: dict[str, PartRef] = {}
+    _fact_changes: FactChanges | None = PrivateAttr(None)  # while a store saves the live facts by their changes
 
     @field_validator("loaded_files", mode="before")
     @classmethod
@@ -345,8 +373,21 @@ class RunState(BaseModel):
     def note_quirk(self, what: str, n: int = 1) -> None:
         self.quirks[what] = self.quirks.get(what, 0) + n
 
+    def __eq__(self, other: object) -> bool:  # the fields alone: whether a store tracks its facts is no part of it
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
+    def track_facts(self) -> FactChanges:
+        """From now on each change of a live fact is noted (a store saves just those)."""
+        changes = FactChanges()
+        for ff in self.facts.values():
+            ff.track(changes)
+        self._fact_changes = changes
+        return changes
+
     def progress_mark(self) -> tuple[int, int, int, int, bool]:
         """Changes when the run moves on: a fact told or changed, a check graded, a phase entered."""
+        if self._fact_changes is not None:  # the live facts say when they change: no need to look at each
+            return (self._fact_changes.count, 0, len(self.evaluations), self.phase, self.finished)
         facts = [f for ff in self.facts.values() for f in ff.all_facts()]
         return (sum(f.told_turn is not None for f in facts), sum(f.changed_turn or 0 for f in facts) + len(facts),
                 len(self.evaluations), self.phase, self.finished)
@@ -369,18 +410,68 @@ class Exchange(BaseModel):
     at: datetime = Field(default_factory=now)
 
 
+# The lists of RunState that only grow, each appended to a state.<name>.jsonl of its own; the live fact
+# files are a part of their own (state.facts.json and the changes after it, state.facts.jsonl).
+APPENDED: dict[str, type] = {"evaluations": Evaluation, "log": str, "agent_notices": AgentNotice,
+                             "judge_notes": str, "persona_compactions": PersonaCompaction}
+SAVED_APART = {*APPENDED, FACTS}
+
+
+def _dump(kind: type) -> Any:
+    if kind is str:
+        return lambda text: json.dumps(text, ensure_ascii=False)
+    return lambda model: model.model_dump_json()
+
+
+def _parse(kind: type) -> Any:
+    return json.loads if kind is str else kind.model_validate_json
+
+
+def _assemble(folder: Path, state: RunState) -> RunState:
+    """The parts a state.json names, read into it (a state.json of an older mmb holds them itself)."""
+    for name, ref in state.parts.items():
+        if name == FACTS:
+            state.facts = read_facts(folder, ref)
+        elif name in APPENDED:
+            setattr(state, name, read_list(folder, ref, _parse(APPENDED[name])))
+    return state
+
+
+def read_state(folder: Path) -> RunState:
+    """The whole state of the run in `folder`, read only (reports, `mmb list`, a live viewer), beside a
+    running run or not. ValueError when it does not parse; FileNotFoundError without a state.json."""
+    for attempt in range(3):
+        state = RunState.model_validate_json((folder / STATE_FILE).read_bytes())
+        try:
+            return _assemble(folder, state)
+        except FileNotFoundError:  # a save began a new generation of a part between the two reads: read again
+            if attempt == 2:
+                raise ValueError(f"{folder / STATE_FILE} names a part that is not there") from None
+    raise AssertionError("unreachable")
+
+
 class RunStore:
-    """results/<id>/: state.json, transcript.jsonl, and a lock so two processes never share a run."""
+    """results/<id>/: state.json and its parts, transcript.jsonl, and a lock so two processes never share a run."""
+
+    durable = True  # fsync each write; a dry run's scratch store skips it
+    resumable = True  # a rerun goes on from what it saved (a dry run's starts over)
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.path = folder / STATE_FILE
         self.transcript_path = folder / TRANSCRIPT_FILE
         self._lock_file: Any = None
+        self._lists = {name: ListPart(name, _dump(kind)) for name, kind in APPENDED.items()}
+        self._facts = FactsPart()
+
+    # -- the lock, and the space set aside ---------------------------------------------------------
 
     def lock(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._lock_file = open(self.folder / ".lock", "w")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._lock_file = open(self.folder / LOCK_FILE, "w")
+        except OSError as e:
+            raise storage_error(e, "open the run's folder", self.folder) from None
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -389,38 +480,107 @@ class RunStore:
 
     def _remove_stale_temps(self) -> None:
         """Temp files of saves a crash interrupted: the rename never happened, so they hold nothing needed."""
-        for tmp in self.folder.glob(f".{STATE_FILE}.*.tmp"):
+        for tmp in self.folder.glob(".state.*.tmp"):
             tmp.unlink(missing_ok=True)
         for tmp in self.folder.glob(f".{TRANSCRIPT_FILE}.*.tmp"):
             tmp.unlink(missing_ok=True)
 
+    def set_aside(self) -> None:
+        """Hold RESERVE_BYTES of the disk (with the lock, while a run plays), which `give_back_reserve` frees
+        when the disk fills: enough for the run to record its end (state.json saying `failed`, why, and its
+        report.md entry). Removed when the lock is let go."""
+        path = self.folder / RESERVE_FILE
+        try:
+            if path.exists() and path.stat().st_size >= RESERVE_BYTES:
+                return
+            with open(path, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
+        except OSError as e:  # a disk already too full: the run will say so at its first save
+            log.debug("no space set aside in %s: %s", self.folder, e)
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def give_back_reserve(self) -> bool:
+        try:
+            (self.folder / RESERVE_FILE).unlink()
+            return True
+        except OSError:
+            return False
+
     def unlock(self) -> None:
         if self._lock_file:
+            with contextlib.suppress(OSError):
+                (self.folder / RESERVE_FILE).unlink()
             self._lock_file.close()
             self._lock_file = None
 
+    # -- state.json and its parts ----------------------------------------------------------------
+
     def load(self) -> RunState | None:
+        """The saved state (with the lock held): lines written after it, by a save a kill interrupted, are
+        dropped from its parts and the transcript, and part files it no longer names removed."""
         if not self.path.exists():
             return None
         try:
             state = RunState.model_validate_json(self.path.read_bytes())
-        except ValueError as e:
+            for ref in state.parts.values():
+                trim_lines(self.folder / ref.file, ref.lines)
+            state = _assemble(self.folder, state)
+        except (ValueError, FileNotFoundError) as e:
             raise RunError(f"{self.path} is unreadable ({str(e).splitlines()[0]}); move it away to start over") from None
-        self._trim_transcript(state.transcript_len)
+        except OSError as e:  # trimming needs a writable folder
+            raise StorageError("read the run's state in", self.folder, e) from None
+        try:
+            named = {f for ref in state.parts.values() for f in (ref.file, ref.base) if f}
+            for path in self.folder.iterdir():
+                if is_part_file(path.name) and path.name not in named:
+                    path.unlink(missing_ok=True)  # a generation replaced, or a first save a kill interrupted
+            self._trim_transcript(state.transcript_len)
+        except OSError as e:
+            raise StorageError("tidy the run's folder", self.folder, e) from None
+        for part in self._lists.values():
+            part.seen(state)
+        if FACTS in state.parts:
+            self._facts.seen(state.facts, state.track_facts())
         return state
 
     def save(self, state: RunState) -> None:
+        """What is new of the parts appended, then state.json written whole (small: what only grows is
+        apart) and renamed over the old one. StorageError when the disk will not take it."""
         state.updated_at = now()
-        atomic_write(self.path, state.model_dump_json(indent=1), before_rename=lambda: crash_point("save.written"))
+        stale: list[str] = []
+        writing = self.folder
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            for name, part in self._lists.items():
+                writing = self.folder / part_name(state, name)
+                ref, old = part.save(self.folder, state, state.parts.get(name), self.durable)
+                if ref is not None:
+                    state.parts[name] = ref
+                stale += [old] if old else []
+            writing = self.folder / part_name(state, FACTS)
+            state.parts[FACTS], state._fact_changes, old_facts = self._facts.save(
+                self.folder, state.facts, state._fact_changes, state.parts.get(FACTS), self.durable)
+            stale += old_facts
+            writing = self.path
+            atomic_write(self.path, state.model_dump_json(indent=1, exclude=SAVED_APART),
+                         before_rename=lambda: crash_point("save.written"), durable=self.durable)
+        except OSError as e:
+            raise StorageError("save the run's state to", writing, e) from e
         crash_point("save.renamed")
+        for name in stale:
+            with contextlib.suppress(OSError):
+                (self.folder / name).unlink()
+
+    # -- the transcript ---------------------------------------------------------------------------
 
     def append_exchange(self, state: RunState, exchange: Exchange) -> None:
         """Append to the transcript before the state that counts it is saved; load() drops extras."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.transcript_path, "a", encoding="utf-8") as f:
-            f.write(exchange.model_dump_json() + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            append_lines(self.transcript_path, [exchange.model_dump_json()], durable=True)
+        except OSError as e:
+            raise StorageError("append to the transcript", self.transcript_path, e) from e
         crash_point("transcript.appended")
         state.transcript_len += 1
 
@@ -432,9 +592,25 @@ class RunStore:
 
     def _trim_transcript(self, keep: int) -> None:
         """Lines written after the last saved state belong to a step that will be redone."""
-        if not self.transcript_path.exists():
-            return
-        lines = self.transcript_path.read_text(encoding="utf-8").splitlines(keepends=True)
-        complete = [line for line in lines if line.endswith("\n")]
-        if len(complete) != keep or len(lines) != len(complete):
-            atomic_write(self.transcript_path, "".join(complete[:keep]))
+        trim_lines(self.transcript_path, keep, fewer_ok=True)
+
+
+def part_name(state: RunState, name: str) -> str:
+    ref = state.parts.get(name)
+    return ref.file if ref is not None else f"state.{name}.jsonl"
+
+
+def run_is_live(folder: Path) -> bool:
+    """Whether an mmb process holds the run in `folder` now (its lock), without taking or changing anything:
+    a state saying `running` whose lock nobody holds is a run that died (killed, or its disk filled)."""
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(fd)  # closing lets go of a lock taken here
+    return False

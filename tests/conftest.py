@@ -28,7 +28,8 @@ DEMO_MEMORY = {"folder": "{run_dir}/agent-data/memory", "glob": ["*.md"], "every
 
 # With --dist loadfile the suite ends when its last file does: the files that take longest (summed
 # --durations=0 of one run, most first) start first, the rest follow in their usual order.
-LONGEST_FILES = ("test_telegram_web.py", "test_end_to_end.py", "test_probe.py", "test_faults_kill.py",
+LONGEST_FILES = ("test_telegram_web.py", "test_probe.py", "test_discover.py", "test_faults_disk.py", "test_end_to_end.py",
+                 "test_faults_outage.py", "test_faults_signals.py", "test_faults_browser_crash.py", "test_frames.py",
                  "test_send_accounting.py", "test_faults_driver.py", "test_reply_detection.py",
                  "test_persona_protocol.py", "test_faults_llm.py", "test_debugging.py")
 
@@ -94,6 +95,42 @@ def mmb(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
 
 def demo_run(run_id: str = "demo", **agent: object) -> dict:
     return {"id": run_id, "benchmark": str(DEMO_BENCH), "agent": {"driver": "demo", **agent}}
+
+
+def tiny_run(run_id: str = "demo", bench_root: Path | None = None, **agent: object) -> dict:
+    """A run of the tiny benchmark (tests/support/tiny.py, five messages) against DemoMind, its benchmark
+    written under `bench_root` (once)."""
+    from tests.support.tiny import TINY
+
+    folder = (bench_root or Path.cwd()) / "tiny-bench"
+    if not (folder / "benchmark.json").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in TINY.items():
+            (folder / name).write_text(json.dumps(content) if isinstance(content, dict) else content, encoding="utf-8")
+    return {"id": run_id, "benchmark": str(folder), "agent": {"driver": "demo", **agent}}
+
+
+@pytest.fixture(scope="session")
+def tiny_reference(tmp_path_factory, chromium):
+    """One uninterrupted run of the tiny benchmark against DemoMind (3 s), shared as demo_reference is: for
+    fault tests that need a whole run before and after the fault, cheaply."""
+    from tests.support.run_process import Results
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    folder = shared / "tiny-reference"
+    with (shared / "tiny-reference.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "printed.txt").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            config = folder / "config.jsonc"
+            config.write_text(json.dumps({"results_dir": str(folder / "results"), "runs": [tiny_run(bench_root=folder)],
+                                          **DEMO_ENGINE}))
+            done = mmb("run", "-c", str(config))
+            assert done.returncode == 0, done.stderr + done.stdout
+            (folder / "printed.txt").write_text(done.stdout)
+    return Results(folder / "results", folder / "results" / "demo", (folder / "printed.txt").read_text())
 
 
 @pytest.fixture(scope="session")

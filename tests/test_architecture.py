@@ -36,6 +36,8 @@ def layer_of(module: str) -> str:
         return "cli" if parts[1] == "__main__" else "utilities"
     if len(parts) == 2 and parts[1] in {"state", "config"}:
         return parts[1]
+    if len(parts) == 2 and parts[1] == "state_parts":  # the state's files that only grow
+        return "state"
     assert parts[1] in ALLOWED, f"{module}: a module outside every layer (add it to tests/test_architecture.py)"
     return parts[1]
 
@@ -72,6 +74,29 @@ def test_drivers_never_import_the_engine():
              for p in python_files("drivers") for line, name in imports_of(p, module_name(p))
              if name == "persona" or name.startswith("persona.")]
     assert wrong == []
+
+
+def outside_imports(folder: str, own: str) -> list[str]:
+    """Imports of the project's other packages (persona, drivers, tests...) by the files of `folder`."""
+    project = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()} - {own}
+    return [f"{p.relative_to(REPO)}:{line} imports {name}"
+            for p in python_files(folder) for line, name in imports_of(p, module_name(p))
+            if name.split(".")[0] in project]
+
+
+def test_the_demo_agent_imports_nothing_of_the_tool():
+    """DemoMind is the agent under test: it shares no code with what tests it, as a real agent would not."""
+    assert outside_imports("demo_agent", "demo_agent") == []
+
+
+def test_the_outside_check_sees_an_import(tmp_path, monkeypatch):
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "__init__.py").write_text("")
+    (tmp_path / "agent" / "x.py").write_text("from drivers.files import atomic_write\n")
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "drivers" / "__init__.py").write_text("")
+    monkeypatch.setitem(globals(), "REPO", tmp_path)
+    assert outside_imports("agent", "agent") == ["agent/x.py:1 imports drivers.files"]
 
 
 def upward_imports(path: Path, module: str) -> list[str]:

@@ -108,3 +108,28 @@ def test_the_long_chat_page_opens_with_its_history_and_both_contenders_read_the_
     shown, samples = asyncio.run(play())
     assert shown == 300 and all(s.complete for s in samples)
     assert samples[0].watch_ms is not None and samples[0].watch_ms > 0
+
+
+def test_a_big_benchmark_is_written_valid_with_its_checks_asked_after_their_facts(tmp_path):
+    from bench.big_benchmark import write_benchmark
+    from persona.benchmark.links import link_checks
+    from persona.benchmark.lint import lint
+    from persona.benchmark.loader import load_benchmark
+
+    for linked in (True, False):
+        bench = load_benchmark(write_benchmark(tmp_path / str(linked), 1000, linked=linked))
+        assert sum(len(ff.all_facts()) for ff in bench.fact_files.values()) == 1001  # the profile's one, too
+        assert 50 <= len(bench.checks) <= 100 and lint(bench) == []
+        links = link_checks(bench)
+        assert all(links[c.id].how == ("stated" if linked else "inferred") for c in bench.checks)
+
+
+def test_the_save_cost_probe_saves_through_the_real_store(tmp_path):
+    from bench import save_cost
+    from persona.state import read_state
+
+    costs = save_cost.measure([(3, 20), (30, 40)], 2, tmp_path)
+    assert [(c.checks, c.facts) for c in costs] == [(3, 20), (30, 40)]
+    assert all(c.turn_ms > 0 and c.whole_ms > 0 and c.state_kb < c.total_kb for c in costs)
+    state = read_state(tmp_path / "run-1")
+    assert len(state.evaluations) == 30 + 2 + 5 and state.turn == 2 + 5, "each turn graded a check, warm-up included"

@@ -56,7 +56,9 @@ def test_the_ctrl_c_notice_is_on_a_line_of_its_own(tmp_path):
                                   "runs": [{"id": "m", "benchmark": str(REPO / "benchmarks" / "marathon-en"),
                                             "agent": {"driver": "oracle"}}]}))
     master, slave = pty.openpty()
-    take_terminal = "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); os.execv(sys.argv[1], sys.argv[1:])"
+    # A terminal's foreground job hears Ctrl-C even when this suite was started with it ignored (in the background).
+    take_terminal = ("import fcntl, os, signal, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+                     "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])")
     with open(tmp_path / "stdout", "w") as out:
         proc = subprocess.Popen([sys.executable, "-c", take_terminal, sys.executable, "-m", "persona", "run", "-c", str(config)],
                                 stdin=slave, stdout=out, stderr=slave, cwd=REPO, start_new_session=True)

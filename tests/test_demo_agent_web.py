@@ -155,13 +155,18 @@ def test_enter_sends_shift_enter_is_newline_and_multi_bubble(page: Page) -> None
         ]
         log = page.evaluate("window.__log")
         events = [(e["t"], e.get("cls", ""), e["text"]) for e in log]
-        assert events == [
+        assert events[:3] == [
             ("add", "msg user", "What is my salary?"),
             ("add", "msg assistant placeholder", "Thinking…"),
             ("done", "", replies[0]),
-            ("add", "msg assistant placeholder", "Thinking…"),  # only after the first is done
-            ("done", "", replies[1]),
         ]
+        # The second bubble only after the first is done. The recorder reads its class and text when the
+        # observer runs, which may be after its first chunk came in the same network read (a loaded
+        # machine): then it is already the reply's start, no longer the placeholder.
+        kind, cls, text = events[3]
+        assert kind == "add" and ((cls, text) == ("msg assistant placeholder", "Thinking…")
+                                  or (cls == "msg assistant" and replies[1].startswith(text))), events
+        assert events[4:] == [("done", "", replies[1])], events
     finally:
         server.stop()
 

@@ -17,13 +17,15 @@ from tests.support.variant_lab import Variant
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
-# Three pages that share nothing a profile could have been tuned to (the slow set plays more).
+# Three pages that share nothing a profile could have been tuned to (the slow set plays more, and plays
+# the frame's profile too: here it is discovered and verified by a round trip, which is most of the time).
 PAGES = {
     "bare icons, typing dots, Enter": Variant(seed=101, labels=False, busy="dots", send="enter"),
     "cross-origin widget behind a launcher": Variant(seed=102, frame="cross-origin", launcher=True, labels=False),
     "nested shadow roots, one class, storage": Variant(seed=103, shadow="nested", shared_class=True, launcher=True,
                                                        new_chat="storage", busy="none"),
 }
+NOT_PLAYED = {"cross-origin widget behind a launcher"}
 
 
 def discover(url: str, tmp_path: Path, *args: str):
@@ -47,10 +49,11 @@ def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, t
         done, agent = discover(url, tmp_path)
         assert done.returncode == 0, done.stderr
         probes = list(lab.received)
-        received, state = play_discovered(lab, agent, tmp_path, write_bench)
+        if page not in NOT_PLAYED:
+            received, state = play_discovered(lab, agent, tmp_path, write_bench)
+            assert len(received) == state.turn == state.sends.typed and len(set(received)) == len(received), received
+            assert state.sends.resent == [] and len(state.sessions) == 2  # the new chat of the benchmark happened
     assert len(probes) == 2 and all(p.startswith("[mmb probe]") for p in probes)  # ONE to discover, one to verify
-    assert len(received) == state.turn == state.sends.typed and len(set(received)) == len(received), received
-    assert state.sends.resent == [] and len(state.sessions) == 2  # the new chat of the benchmark happened
     assert agent["url"] == url and "discovery took" in done.stderr and "OK, verified by mmb probe" in done.stderr
     selectors = agent["selectors"]
     assert selectors["assistant_message"] != selectors["user_message"]
@@ -59,9 +62,37 @@ def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, t
         assert agent["frame"] in ("iframe", ".panel iframe", f".{v.names()['panel']} iframe"), agent
         assert "(cross-origin, HOLDS THE CHAT)" in done.stderr
     if v.launcher:
-        assert selectors["launcher"].endswith(("bubble-button", v.names()["launcher"], '[aria-label="Open chat"]')), agent
+        assert selectors["launcher"].endswith(("bubble-button", v.names()["launcher"], '"Open chat"]')), agent
     if v.new_chat == "storage":
         assert agent["options"]["new_session"] == "storage"
+
+
+def test_a_numbered_class_is_an_identity_only_when_the_page_has_it_with_another_number(harness):
+    """`message-11`, `message-12` name two messages; `xnmpuk0`, alone on the page, is a generated name
+    that may name a kind, and comes after the page's other names unless it is used more than once."""
+    from drivers.discover_page import DISCOVER_JS
+
+    html = ('<div class="log"><p class="msg-11 turn">Hi</p><p class="msg-12 turn">Hello</p></div>'
+            '<button class="xnmpuk0">Go</button><button class="xq7 toolbarentry">Stop</button>'
+            '<a class="xr4 toolbarentry">Help</a><span class="xr4">?</span>')
+
+    async def selectors() -> dict[str, list[str]]:
+        page = await harness.browser.new_page()
+        try:
+            await page.set_content(html)
+            out = {}
+            for css in ("p.msg-12", "button.xnmpuk0", "button.toolbarentry", "a.xr4"):
+                ref = await page.evaluate(DISCOVER_JS, {"op": "ref", "arg": await page.query_selector(css)})
+                out[css] = await page.evaluate(DISCOVER_JS, {"op": "selector", "arg": ref})
+            return out
+        finally:
+            await page.close()
+
+    found = harness.run(selectors())
+    assert not any("msg-" in s for s in found["p.msg-12"]), found
+    assert "button.xnmpuk0" in found["button.xnmpuk0"], found
+    assert found["button.toolbarentry"][0] == "button.toolbarentry" and "button.xq7" in found["button.toolbarentry"], found
+    assert found["a.xr4"][0] == "a.xr4", found  # used twice: a kind, as good as any other name
 
 
 def test_no_send_types_nothing_and_says_what_it_cannot_tell(tmp_path):
@@ -85,7 +116,7 @@ def test_a_page_with_no_chat_fails_naming_what_it_tried(tmp_path):
         done, agent = discover(url, tmp_path, "--timeout", "35")
     assert done.returncode == 1
     assert "NOT FOUND: no text box to type a message into, in any frame; launchers tried: " in done.stderr
-    assert "'button[aria-label=\"Open chat\"]': clicking it showed no text box" in done.stderr
+    assert "'role=button[name=\"Open chat\"]': clicking it showed no text box" in done.stderr
     assert agent is not None and agent["driver"] == "generic"  # stdout holds only the JSON, even then
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import DEMO_ENGINE, REPO, demo_run, mmb
 from tests.support.quirk_server import QuirkServer, scripted_responder
-from tests.support.run_process import Results
+from tests.support.run_process import Results, saved_state
 from tests.support.tiny import TINY
 
 # Whole CLI runs in a browser: generous limits, since CI machines may be slow or busy.
@@ -25,7 +25,7 @@ COMPACTION = DEMO_ENGINE["compaction"]
 
 
 def load_state(results: Path, run_id: str = "demo") -> dict:
-    return json.loads((results / run_id / "state.json").read_text())
+    return saved_state(results / run_id)
 
 
 def evaluations(state: dict) -> list[tuple]:

@@ -231,7 +231,7 @@ def test_a_chat_that_keeps_failing_stops_with_a_clear_error(tmp_path):
             await chat.driver.send("Hello?")
         message = str(err.value)
         assert message.startswith("the chat shows an error instead of a reply") and "'Error: HTTP 500'" in message
-        assert "gave up after 3 attempt(s) to send a message and get its reply" in message
+        assert "gave up after 3 attempt(s) over " in message and "s to send a message and get its reply" in message
         assert "run the same command again" in message
         assert chat.received() == [] and len(chat.waits) == 2 and chat.waits[1] > chat.waits[0]
 

@@ -15,6 +15,7 @@ from persona.cli.app import app
 from persona.crashpoints import ENV as CRASH_ENV
 from tests.conftest import DEMO_BENCH, mmb
 from tests.support.play import play, scores
+from tests.support.run_process import saved_state
 
 ANCHOR = 'bench.log("running facts start");'
 GOOD = """// a config
@@ -97,7 +98,7 @@ def reference(tmp_path_factory) -> list:
 
 
 def state_of(folder: Path, run_id: str = "a") -> dict:
-    return json.loads((folder / "results" / run_id / "state.json").read_text())
+    return saved_state(folder / "results" / run_id)
 
 
 def test_a_benchmark_broken_between_two_runs_leaves_the_saved_run_alone(folder, reference):

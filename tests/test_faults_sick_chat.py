@@ -19,7 +19,7 @@ def test_a_whole_run_rides_out_a_sick_chat_or_stops_resumable(demo_reference, tm
     notes each in the state's log, and ends like the reference, the agent taking every message once."""
     # the hang shows a busy marker, so the whole-reply limit (timeout_s) is the one that ends it
     run = demo_run(options={"completion": {"first_bubble_timeout_s": 4, "timeout_s": 4}},
-                   recovery={"backoff_s": 0.2, "max_backoff_s": 2})
+                   recovery={"attempts": 4, "backoff_s": 0.2, "max_backoff_s": 2})
     config = tmp_path / "config.jsonc"
     config.write_text(json.dumps({"results_dir": str(tmp_path / "results"), "runs": [run], **DEMO_ENGINE}))
     results = Results(tmp_path / "results", tmp_path / "results" / "demo")
@@ -27,7 +27,8 @@ def test_a_whole_run_rides_out_a_sick_chat_or_stops_resumable(demo_reference, tm
     code, err = finish(start(config, {DEMO_FAULTS_ENV: json.dumps(sick)}))
     state = results.state()
     assert code == 1 and state["status"] == "failed" and state["pending"] is not None
-    assert "gave up after 4 attempt(s) to send a message and get its reply" in state["error"]
+    assert "gave up after 4 attempt(s) over " in state["error"]
+    assert "s to send a message and get its reply" in state["error"]
     assert "run the same command again" in state["error"] and results.agent_received() == []
 
     better = {"error_next": 1, "rate_limit_next": 1, "rate_limit_retry_s": 0.5, "drop_next": 2}

@@ -22,12 +22,15 @@ from persona.engine.guard import REFUSED
 from persona.engine.intake import CUT_OFF
 from tests.conftest import DEMO_BENCH, mmb
 from tests.support.llama_server import MODEL, install_weak_model, serving
+from tests.support.run_process import saved_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium"), pytest.mark.timeout(7200)]
 
 # What the guard's classes cover (chat-template tokens, the tool's markup and headings, fact lines with ids).
 NEVER_TYPED = re.compile(r"<\|[^|\n]*\|>|<\|[a-z_]*$|<(?:start|end)_of_turn>|\[/?INST\]|</?agent_reply>|# Your profile"
-                         r"|^\s*\d+\.\d+ |## Current phase|Fact files you can load", re.MULTILINE)
+                         r"|^\s*\d+(?:\.\d+)+\.?\s+[A-Z]|^\s*#+\s*\d+(?:\.\d+)*\.?\s|## Current phase|Fact files you can load"
+                         r"|not sent to the agent|through the tool interface"  # our notes
+                         r"|(.{2,20}?)\1{14,}", re.MULTILINE)  # a unit looping for 30 characters and more
 BOUNDS = {"max_tokens": 128, "stall_calls": 16, "max_failed_turns": 6}  # a few minutes of a busy machine per run
 
 
@@ -50,7 +53,7 @@ def play(tmp_path: Path, write_config, persona: dict, judge: dict | str | None =
     done = mmb("run", "-c", str(config), timeout=3600)
     seconds = time.monotonic() - began
     assert done.returncode == 1, f"{done.stdout}\n{done.stderr}"
-    state = json.loads((tmp_path / "results" / "weak" / "state.json").read_text())
+    state = saved_state(tmp_path / "results" / "weak")
     print(f"\n{done.stdout.strip()}\n({seconds:.0f} s)")
     return state, done.stdout, seconds
 

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from persona.errors import RunError
-from persona.state import Exchange, RunState, RunStore
+from persona.benchmark.facts import Fact, FactFile, FactSection
+from persona.benchmark.phases import Category
+from persona.errors import RunError, StorageError
+from persona.state import (
+    AgentNotice,
+    Evaluation,
+    Exchange,
+    PersonaCompaction,
+    RunState,
+    RunStore,
+    read_state,
+    run_is_live,
+)
+from tests.conftest import REPO
 
 
 def state() -> RunState:
@@ -52,3 +68,149 @@ def test_two_processes_cannot_share_a_run(tmp_path):
     a.unlock()
     b.lock()
     b.unlock()
+
+
+# -- what only grows, appended beside state.json ---------------------------------------------------------
+
+
+def rich_state() -> RunState:
+    """A state with every part: evaluations, log, notices, judge notes, compactions, live facts."""
+    s = state()
+    s.facts = {"pets": FactFile(name="pets", title="Pets", sections=[
+        FactSection(number=1, title="Cats", facts=[Fact(id="1.1", text="Pixel is 3"), Fact(id="1.2", text="Pixel sleeps")])])}
+    return s
+
+
+def evaluation(n: int) -> Evaluation:
+    return Evaluation(check_id=f"c{n}", category=Category.single, question=f"q{n}?", expected="3", answer="3",
+                      raw_score=10, score=10, phase=0, turn=n, session=0)
+
+
+def grow(store: RunStore, s: RunState, n: int) -> None:
+    """One step of a run: a fact told, a check graded, a log line, a notice; saved."""
+    s.turn += 1
+    s.evaluations.append(evaluation(n))
+    s.log.append(f"turn {s.turn}: line {n}")
+    s.agent_notices.append(AgentNotice(turn=s.turn, session=0, text="compacted"))
+    s.judge_notes.append(f"c{n}: asked again")
+    s.persona_compactions.append(PersonaCompaction(at_message=n, tokens_before=9, tokens_after=3, dropped_messages=1, phase=0))
+    if n == 1:
+        s.facts["pets"].get("1.1").mark_told(s.turn)
+    if n == 2:
+        s.facts["pets"].add(1, "Pixel likes tuna", turn=s.turn)
+    store.save(s)
+
+
+def test_what_only_grows_is_appended_and_state_json_stays_small(tmp_path):
+    store = RunStore(tmp_path / "r")
+    s = rich_state()
+    store.save(s)
+    sizes = []
+    for n in range(1, 30):
+        grow(store, s, n)
+        sizes.append(store.path.stat().st_size)
+    assert max(sizes) - min(sizes) < 200, "state.json does not grow with the evaluations, log and facts"
+    assert len((store.folder / "state.evaluations.jsonl").read_text().splitlines()) == 29
+    assert len((store.folder / "state.facts.jsonl").read_text().splitlines()) == 2, "one line per fact that changed"
+    loaded = RunStore(tmp_path / "r").load()
+    assert loaded == s.model_copy(update={"updated_at": loaded.updated_at})
+    assert loaded.facts["pets"].get("1.3").text == "Pixel likes tuna" and loaded.facts["pets"].get("1.1").told_turn == 1
+    assert read_state(store.folder) == loaded, "readers see the whole state too"
+
+
+def test_lines_a_kill_left_past_the_saved_state_are_dropped(tmp_path):
+    store = RunStore(tmp_path / "r")
+    s = rich_state()
+    store.save(s)
+    grow(store, s, 1)
+    saved = read_state(store.folder)
+    with open(store.folder / "state.evaluations.jsonl", "a") as f:  # appended by a save that never renamed state.json
+        f.write(evaluation(2).model_dump_json() + "\n" + '{"check_id": "c3", "cat')
+    with open(store.folder / "state.facts.jsonl", "a") as f:
+        f.write('{"file": "pets", "fact": {"id": "1.2", "text": "Pixel sle')
+    loaded = RunStore(tmp_path / "r").load()
+    assert loaded == saved.model_copy(update={"updated_at": loaded.updated_at})
+    assert len((store.folder / "state.evaluations.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_state_json_of_an_older_mmb_reads_and_its_first_save_moves_the_parts_out(tmp_path):
+    store = RunStore(tmp_path / "r")
+    s = rich_state()
+    for n in (1, 2):
+        s.evaluations.append(evaluation(n))
+        s.log.append(f"line {n}")
+    s.facts["pets"].get("1.1").mark_told(1)
+    store.folder.mkdir(parents=True)
+    store.path.write_text(s.model_dump_json(exclude={"parts"}))  # everything inline, as before
+    assert read_state(store.folder) == s
+    loaded = store.load()
+    assert loaded == s
+    grow(store, loaded, 3)
+    assert "evaluations" not in json.loads(store.path.read_text()) and "facts" not in json.loads(store.path.read_text())
+    again = RunStore(tmp_path / "r").load()
+    assert [e.check_id for e in again.evaluations] == ["c1", "c2", "c3"] and again.log[:2] == ["line 1", "line 2"]
+
+
+def test_a_list_changed_otherwise_than_by_growing_is_written_whole_anew(tmp_path):
+    store = RunStore(tmp_path / "r")
+    s = rich_state()
+    store.save(s)
+    for n in range(1, 4):
+        grow(store, s, n)
+    s.log = s.log[1:]  # shortened
+    s.evaluations[0] = evaluation(99)  # replaced in place
+    s.facts = {"pets": s.facts["pets"].model_copy(deep=True)}  # replaced whole
+    s.facts["pets"].get("1.2").mark_told(9)
+    store.save(s)
+    assert json.loads(store.path.read_text())["parts"]["log"]["file"] == "state.log.1.jsonl"
+    assert not (store.folder / "state.log.jsonl").exists(), "the old generation is removed"
+    loaded = RunStore(tmp_path / "r").load()
+    assert loaded == s.model_copy(update={"updated_at": loaded.updated_at})
+    assert loaded.facts["pets"].get("1.2").told_turn == 9
+
+
+def test_progress_is_seen_from_the_facts_changes_alone(tmp_path):
+    store = RunStore(tmp_path / "r")
+    s = rich_state()
+    store.save(s)
+    before = s.progress_mark()
+    s.facts["pets"].get("1.2").change("Pixel sleeps on the piano", 3)
+    assert s.progress_mark() != before
+
+
+def test_a_run_is_live_while_a_process_holds_its_lock(tmp_path):
+    store = RunStore(tmp_path / "r")
+    assert not run_is_live(store.folder)
+    store.lock()
+    assert run_is_live(store.folder)
+    store.unlock()
+    assert not run_is_live(store.folder)
+
+
+def test_a_save_the_disk_refuses_names_the_file_and_the_space_left(tmp_path):
+    store = RunStore(tmp_path / "r")
+    s = rich_state()
+    store.save(s)
+    (store.folder / "state.evaluations.jsonl").mkdir()  # no file can be written there
+    s.evaluations.append(evaluation(1))
+    before = store.path.read_bytes()
+    with pytest.raises(StorageError) as err:
+        store.save(s)
+    message = str(err.value)
+    assert message.startswith(f"cannot save the run's state to {store.folder / 'state.evaluations.jsonl'}: ")
+    assert " free on " in message and message.endswith("free space and run the same command again")
+    assert store.path.read_bytes() == before, "state.json is left as it was"
+
+
+def test_an_append_cut_short_by_the_disk_leaves_no_torn_line(tmp_path):
+    """A file size limit (RLIMIT_FSIZE) stands in for a disk that takes part of a write: the file is left as
+    it was before the append, so the next one does not follow half a line."""
+    path = tmp_path / "part.jsonl"
+    path.write_text('"first"\n')
+    child = (f"import resource, sys; from pathlib import Path; from persona.state_parts import append_lines\n"
+             f"resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n"
+             f"try:\n    append_lines(Path({str(path)!r}), ['x' * 300], durable=True)\nexcept OSError as e:\n"
+             f"    print(e.errno)")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=REPO)
+    assert done.stdout.strip() == str(errno.EFBIG), done.stderr
+    assert path.read_text() == '"first"\n'

@@ -19,6 +19,7 @@ from drivers.generic import PlaywrightDriver
 from drivers.registry import build_profile
 from tests.support import telegram
 from tests.support.async_browser import BrowserHarness
+from tests.support.run_process import saved_state
 from tests.support.static_site import serve
 
 CLIENTS = ["telegram_k", "telegram_a"]
@@ -162,6 +163,7 @@ def test_the_profiles_log_in_at_telegram_web_and_start_bots_by_message() -> None
         assert profile.new_session == "message" and profile.new_session_message == "/new" and profile.selectors.start
 
 
+@pytest.mark.slow  # half a minute; the default set drives each Telegram markup without a whole run
 def test_a_benchmark_plays_through_the_web_k_markup_with_mmb_run(site, write_config, tmp_path) -> None:
     """The real `mmb run` path: deep link from config.jsonc, START, multi-bubble replies, /new, grades."""
     import json
@@ -175,7 +177,7 @@ def test_a_benchmark_plays_through_the_web_k_markup_with_mmb_run(site, write_con
     done = mmb("run", "-c", str(config), timeout=900)
     folder = tmp_path / "results" / "tg"
     assert done.returncode == 0, done.stdout + done.stderr
-    state = json.loads((folder / "state.json").read_text())
+    state = saved_state(folder)
     assert state["status"] == "finished"
     exchanges = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
     told = [x for x in exchanges if x["reply"][0].startswith("Noted: ")]

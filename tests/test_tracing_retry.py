@@ -55,7 +55,7 @@ def test_a_first_page_failing_to_open_is_retried_in_one_trace_and_its_error_kept
                     with pytest.raises(DriverError) as err:
                         await driver.open(None)
                     assert BOOM in str(err.value) and "already started" not in str(err.value), err.value
-                    assert "gave up after 3 attempt(s) to open the chat" in str(err.value)
+                    assert "gave up after 3 attempt(s) over " in str(err.value) and "s to open the chat" in str(err.value)
             finally:
                 files = await driver.close(failed=True)
             assert len(calls) == (2 if opens else 3)

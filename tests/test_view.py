@@ -194,7 +194,7 @@ def test_beyond_loopback_is_said_a_taken_port_too_and_ctrl_c_or_sigterm_stop_it_
                 f"mmb view: port {port} on 127.0.0.1 is in use by another program: choose another with --port (--port 0 takes any free one)"]
             warning = procs[0].stderr.readline()
             assert warning.startswith("mmb view: WARNING: listening on 0.0.0.0, beyond this machine: anyone who can reach"), warning
-            for (proc, url), sig, code in zip(views, (signal.SIGINT, signal.SIGTERM), (130, -signal.SIGTERM), strict=True):
+            for (proc, url), sig, code in zip(views, (signal.SIGINT, signal.SIGTERM), (130, 143), strict=True):
                 events = Events(url, live_events_url(get(url, "/")[1]).replace("token=", "token=unknown"))
                 events.until(lambda n, d: n == "update")  # a page the server does not know of gets everything
                 proc.send_signal(sig)
@@ -206,6 +206,21 @@ def test_beyond_loopback_is_said_a_taken_port_too_and_ctrl_c_or_sigterm_stop_it_
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+
+
+def test_a_view_started_ignoring_ctrl_c_still_says_the_signal_that_stopped_it(results):
+    """uvicorn stops on SIGINT even where the process was started ignoring it (a script's `mmb view &`):
+    the exit says so (130), never 0 as if it had ended by itself."""
+    proc = spawn_view("--results", str(results), ctrl_c=False)
+    try:
+        served_at(proc)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 130
+        assert proc.stderr.read().strip() == "mmb view: stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_runs_from_elsewhere_and_long_ago_show_with_what_their_state_has(results, url):

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from persona.errors import InputError, Problem
 from persona.textfile import read_user_text
@@ -28,12 +28,35 @@ class FactEvent(BaseModel):
     text: str  # the fact's text from then on
 
 
+class FactChanges:
+    """The facts of a run's live copies that changed since its store last saved them: a save appends
+    those alone (persona/state_parts.py), never all the facts again."""
+
+    def __init__(self) -> None:
+        self._changed: dict[int, tuple[str, Fact]] = {}
+        self.count = 0  # changes ever noted: it grows whenever the run tells, edits or adds a fact
+
+    def note(self, file: str, fact: Fact) -> None:
+        self._changed[id(fact)] = (file, fact)
+        self.count += 1
+
+    def take(self) -> list[tuple[str, Fact]]:
+        """(fact file, fact) of each fact changed since the last take, in the order they first changed."""
+        changed, self._changed = list(self._changed.values()), {}
+        return changed
+
+    def __deepcopy__(self, memo: dict) -> None:
+        return None  # a copy of the facts is not the run's: its changes are nobody's to save
+
+
 class Fact(BaseModel):
     id: str
     text: str
     told_turn: int | None = None  # agent turn after which it counted as told; None = not told yet
     changed_turn: int | None = None  # last facts_edit, for memory-decay analysis
     history: list[FactEvent] = []  # in a run's live copy: its events, in order
+    _changes: FactChanges | None = PrivateAttr(None)  # a run's live copy: who saves each change
+    _file: str = PrivateAttr("")
 
     @property
     def deleted(self) -> bool:
@@ -43,6 +66,7 @@ class Fact(BaseModel):
         if self.told_turn is None:
             self.told_turn = turn
             self.history.append(FactEvent(turn=turn, kind="told", text=self.text))
+            self._changed()
 
     def change(self, text: str, turn: int) -> None:
         """A new text (`—` deletes); a change the persona tells counts as telling the fact."""
@@ -50,6 +74,14 @@ class Fact(BaseModel):
         self.changed_turn = turn
         self.told_turn = self.told_turn if self.told_turn is not None else turn
         self.history.append(FactEvent(turn=turn, kind="deleted" if self.deleted else "edited", text=self.text))
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._changes is not None:
+            self._changes.note(self._file, self)
+
+    def __eq__(self, other: object) -> bool:  # who saves a fact's changes is no part of its value
+        return type(other) is type(self) and self.__dict__ == other.__dict__
 
 
 class FactSection(BaseModel):
@@ -62,6 +94,16 @@ class FactFile(BaseModel):
     name: str  # file stem: how phases and tools refer to it ("family")
     title: str
     sections: list[FactSection] = []
+    _changes: FactChanges | None = PrivateAttr(None)
+
+    def __eq__(self, other: object) -> bool:  # as for Fact: the fields alone
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
+    def track(self, changes: FactChanges) -> None:
+        """From now on each change of a fact of this file (a fact added too) is noted in `changes`."""
+        self._changes = changes
+        for fact in self.all_facts():
+            fact._changes, fact._file = changes, self.name
 
     def all_facts(self) -> list[Fact]:
         return [f for s in self.sections for f in s.facts]
@@ -89,6 +131,8 @@ class FactFile(BaseModel):
             fact.told_turn = fact.changed_turn = turn
             fact.history.append(FactEvent(turn=turn, kind="added", text=text))
         section.facts.append(fact)
+        fact._changes, fact._file = self._changes, self.name
+        fact._changed()
         return fact
 
     def render(self, facts: list[Fact] | None = None) -> str:

@@ -26,6 +26,8 @@ from typing import Any
 
 import quickjs
 
+from persona.errors import RunError
+
 # The public API: keep it small and in step with benchmarks/AUTHORING.md.
 BENCH_METHODS = ("newSession", "log")
 
@@ -202,7 +204,10 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "persona.benchmark.js_worker", env=env,
                                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                    limit=_LINE_LIMIT)
+                                                    limit=_LINE_LIMIT,
+                                                    # a Ctrl-C in the terminal is for mmb, which ends the block
+                                                    # (and reads its own end from stdin closing, if killed)
+                                                    start_new_session=True)
         return cls(proc, limits)
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -258,7 +263,7 @@ async def run_block(code: str, vars_: dict[str, Any], handlers: dict[str, Handle
 async def _call(handlers: dict[str, Handler], call_id: int, name: str, args: list[Any]) -> list[Any]:
     try:
         return [call_id, True, await handlers[name](*args)]
-    except ScriptError:
+    except (ScriptError, OSError, RunError):  # the run's own failures (a full disk...): never the block's to catch
         raise
     except Exception as e:  # reaches JS as a rejected promise, catchable there
         return [call_id, False, f"{type(e).__name__}: {e}"]

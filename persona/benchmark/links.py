@@ -37,6 +37,7 @@ CLOSE_SHARE = 0.75
 ANSWER_WEIGHT = 2.0  # a word of the expected answer says more about the fact than one of the question
 COMPUTED = {Category.aggregate, Category.temporal}  # answers worked out from facts: their numbers are in none
 STEM = 5
+COMMON_AT_LEAST, COMMON_SHARE = 50, 50  # a word in more than max(50, 1/50 of the facts) is looked up last
 _EXPLICIT = re.compile(r"^(?P<file>[\w-]+)[.:](?P<id>\d+\.\d+)$")
 _TOKEN = re.compile(r"\d+(?:[:.,]\d+)*|[^\W\d_]+", re.UNICODE)
 NUMBER_WORDS = {
@@ -94,12 +95,14 @@ class FactIndex:
         self.shown = {key: _shown(versions) for key, versions in texts.items()}
         self.words = {key: set().union(*(words(t) for t in versions if t != DELETED)) for key, versions in texts.items()}
         self.changing = changing or set()
-        df: dict[str, int] = {}
-        for ws in self.words.values():
+        self._place = {key: i for i, key in enumerate(self.words)}  # ties rank in this order
+        self._facts_with: dict[str, list[FactKey]] = {}  # word -> the facts that have it
+        for key, ws in self.words.items():
             for w in ws:
-                df[w] = df.get(w, 0) + 1
+                self._facts_with.setdefault(w, []).append(key)
         n = max(len(self.words), 1)
-        self.idf = {w: math.log(1 + n / c) for w, c in df.items()}
+        self.idf = {w: math.log(1 + n / len(keys)) for w, keys in self._facts_with.items()}
+        self._common = max(COMMON_AT_LEAST, n // COMMON_SHARE)  # a word in more facts than this is common
 
     @classmethod
     def of_files(cls, live: dict[str, FactFile], original: dict[str, FactFile] | None = None) -> FactIndex:
@@ -131,21 +134,39 @@ class FactIndex:
                 weights[w] = ANSWER_WEIGHT
             elif not w[0].isdigit():  # a computed number (a sum, an age) is in no fact
                 weights[w] = 1.0
+        # Only the facts sharing a word that few facts have are scored. A fact sharing nothing but common
+        # words scores at most `bound`: when that cannot reach the result, it is exact; else all are scored.
+        # Only the facts sharing a word that few facts have are scored (and, for an [updated] check, the facts
+        # that change). Any other fact shares nothing but common words, so it scores at most `bound`: when that
+        # cannot reach the result, the result is the one scoring every fact would give; else every fact is scored.
+        rare = [w for w in weights if 0 < len(self._facts_with.get(w, ())) <= self._common]
+        bound = sum(self.idf[w] * weights[w] for w in weights if len(self._facts_with.get(w, ())) > self._common)
+        keys = {key for w in rare for key in self._facts_with[w]}
+        if category is Category.updated:
+            keys |= self.changing & self.words.keys()
+        found, only_changing = self._ranked(sorted(keys, key=self._place.__getitem__), weights, category)
+        if bound and not only_changing and bound >= (CLOSE_SHARE * found[0][0] if found else MIN_SCORE):
+            found, _ = self._ranked(list(self.words), weights, category)
+        return [FactLink(key[0], key[1], self.shown[key], round(score, 2), tuple(sorted(shared)))
+                for score, key, shared in found]
+
+    def _ranked(self, keys: list[FactKey], weights: dict[str, float], category: Category) -> tuple[list[tuple], bool]:
+        """(score, fact, shared words) of the facts that link, best first: from MIN_SCORE, within CLOSE_SHARE
+        of the best; an [updated] check keeps to the facts that change when one of them scores (True then)."""
         scored = []
-        for key, ws in self.words.items():
-            shared = ws & weights.keys()
+        for key in keys:
+            shared = self.words[key] & weights.keys()
             score = sum(self.idf[w] * weights[w] for w in shared)
             if score > 0:
                 scored.append((score, key, shared))
-        prefer_changing = category is Category.updated
-        if prefer_changing and any(key in self.changing and score >= MIN_SCORE for score, key, _ in scored):
+        only_changing = category is Category.updated and any(key in self.changing and score >= MIN_SCORE
+                                                             for score, key, _ in scored)
+        if only_changing:
             scored = [s for s in scored if s[1] in self.changing]
         scored.sort(key=lambda s: -s[0])
         if not scored or scored[0][0] < MIN_SCORE:
-            return []
-        best = scored[0][0]
-        return [FactLink(key[0], key[1], self.shown[key], round(score, 2), tuple(sorted(shared)))
-                for score, key, shared in scored if score >= CLOSE_SHARE * best]
+            return [], only_changing
+        return [s for s in scored if s[0] >= CLOSE_SHARE * scored[0][0]], only_changing
 
 
 def _shown(versions: list[str]) -> str:
@@ -195,8 +216,8 @@ def first_told(bench: Benchmark) -> dict[str, int]:
 def scenario_facts(bench: Benchmark) -> dict[FactKey, ScenarioFact]:
     """Every fact with its versions in play order; a ➕ addition gets the id the run will give it."""
     told_file = first_told(bench)
-    facts = {(name, f.id): ScenarioFact(name, f.id, [FactVersion(f.text, "original", None, bench.display(f"{name}.md"))],
-                                        told_file.get(name))
+    where = {name: bench.display(f"{name}.md") for name in bench.fact_files}
+    facts = {(name, f.id): ScenarioFact(name, f.id, [FactVersion(f.text, "original", None, where[name])], told_file.get(name))
              for name, ff in bench.fact_files.items() for f in ff.all_facts()}
     added = {(phase.index, add.line): (name, fact_id) for phase, add, name, fact_id in bench.additions_in_play()}
     for phase in bench.phases:

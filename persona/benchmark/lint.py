@@ -9,10 +9,12 @@ offline grader would accept.
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass
 
 from persona.benchmark.facts import DELETED
-from persona.benchmark.grading import matches, numbers, says_unknown
+from persona.benchmark.grading import SHORT_ANSWER_WORDS, matches, numbers, says_unknown, stems
 from persona.benchmark.links import first_told
 from persona.benchmark.loader import MANIFEST, Benchmark
 from persona.benchmark.phases import Category, Check, Phase
@@ -35,9 +37,52 @@ class Said:
     old: str | None = None  # for a ✏️ line: the fact's text before it
 
 
+class SaidIndex:
+    """The texts said, in play order, found by the numbers and word stems an expected answer needs: which
+    of them `grading.matches` accepts is asked of the few that share a number or word with it, never of
+    every fact of a big benchmark for every check."""
+
+    def __init__(self, said: list[Said]):
+        self.said = said
+        self.at = [s.at for s in said]
+        self._numbers = [numbers(s.text) for s in said]
+        self._stems = [stems(s.text) for s in said]
+        self._by_key: dict[str, list[int]] = {}
+        for i, (ns, ws) in enumerate(zip(self._numbers, self._stems, strict=True)):
+            for key in (*(f"#{n}" for n in ns), *ws):
+                self._by_key.setdefault(key, []).append(i)
+        self._cache: dict[str, list[int]] = {}
+
+    def matching(self, item: str) -> list[int]:
+        """The places in play order of the texts that `matches(item, text)` accepts."""
+        if item not in self._cache:
+            self._cache[item] = self._find(item)
+        return self._cache[item]
+
+    def _find(self, item: str) -> list[int]:
+        want_numbers = numbers(item)
+        if want_numbers:  # every number must be there: the rarest one's texts are the only candidates
+            rarest = min(want_numbers, key=lambda n: len(self._by_key.get(f"#{n}", ())))
+            return [i for i in self._by_key.get(f"#{rarest}", ()) if want_numbers <= self._numbers[i]]
+        want = stems(item)
+        if not want:
+            return [i for i, s in enumerate(self.said) if matches(item, s.text)]
+        needed = len(want) if len(want) <= SHORT_ANSWER_WORDS else math.ceil(len(want) * 2 / 3)
+        candidates = sorted({i for w in want for i in self._by_key.get(w, ())})
+        return [i for i in candidates if len(want & self._stems[i]) >= needed]
+
+    def before(self, at: tuple[int, int]) -> int:
+        """How many texts are said before `at`."""
+        return bisect.bisect_left(self.at, at)
+
+    def after(self, at: tuple[int, int]) -> int:
+        """The place of the first text said after `at`."""
+        return bisect.bisect_right(self.at, at)
+
+
 def lint(bench: Benchmark) -> list[Problem]:
     told_at = first_told(bench)
-    said = _said(bench, told_at)
+    said = SaidIndex(_said(bench, told_at))
     problems = [*_unused_files(bench, told_at), *_empty_phases(bench), *_no_new_session(bench)]
     questions: dict[str, Check] = {}
     for phase in bench.phases:
@@ -117,7 +162,7 @@ def _no_new_session(bench: Benchmark) -> list[Problem]:
     return []
 
 
-def _check_warnings(phase: Phase, check: Check, said: list[Said]) -> list[Problem]:
+def _check_warnings(phase: Phase, check: Check, index: SaidIndex) -> list[Problem]:
     here = (phase.index, check.line)
     warn = lambda message: Problem(phase.chapter, check.line, f"check {check.id}: {message}")  # noqa: E731
     problems = []
@@ -129,10 +174,12 @@ def _check_warnings(phase: Phase, check: Check, said: list[Said]) -> list[Proble
         problems.append(warn(f"the question gives its answer away ({'; '.join(given)})"))
     if check.category not in GROUNDED:
         return problems
-    before = [s for s in said if s.at < here]
+    said, cut, next_cut = index.said, index.before(here), index.after(here)
     for item in check.items:
+        found = index.matching(item)
+        before = [said[i] for i in found if i < cut]
         if check.category is Category.updated:
-            changes = [s for s in before if s.change and matches(item, s.text)]
+            changes = [s for s in before if s.change]
             edit = next((s for s in reversed(changes) if s.old is not None), None)  # the latest ✏️ giving it
             if edit is not None and edit.old != DELETED and numbers(item) and numbers(item) <= numbers(edit.old):
                 # With numbers the scripted grader reads only them: the old value would pass too.
@@ -140,14 +187,14 @@ def _check_warnings(phase: Phase, check: Check, said: list[Said]) -> list[Proble
                                      "scripted grader would accept an agent that missed the change"))
             if changes:
                 continue
-            later = next((s for s in said if s.change and s.at > here and matches(item, s.text)), None)
+            later = next((said[i] for i in found if i >= next_cut and said[i].change), None)
             if later:
                 problems.append(warn(f"asked before the change that gives '{item}' ({later.source})"))
             else:
                 problems.append(warn(f"no change before it (✏️/➕ line or phase text) gives '{item}': "
                                      "an [updated] check tests a fact that changed"))
-        elif not any(matches(item, s.text) for s in before):
-            later = next((s for s in said if s.at > here and matches(item, s.text)), None)
+        elif not before:
+            later = next((said[i] for i in found if i >= next_cut), None)
             where = ("a typo, or a fact missing from the files?" if later is None
                      else f"it is told only later ({later.source})" if later.told
                      else f"it is only in {later.source}, which no phase tells")

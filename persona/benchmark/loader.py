@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from drivers.files import PathText
 from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
@@ -47,6 +47,7 @@ class Benchmark(BaseModel):
     fact_files: dict[str, FactFile]  # by name, the profile included under its own name
     phases: list[Phase]
     plays: list[PhasePlay] = []  # what each phase's JS block did when played at load time
+    _names: dict[str, str] | None = PrivateAttr(None)  # fact file names by lower case
 
     @property
     def name(self) -> str:
@@ -66,18 +67,28 @@ class Benchmark(BaseModel):
 
     def resolve_fact_file(self, ref: str) -> str | None:
         """The canonical name of a fact file a phase or tool refers to, case-insensitively."""
-        wanted = fact_file_name(ref).lower()
-        return next((n for n in self.fact_files if n.lower() == wanted), None)
+        if self._names is None or len(self._names) != len(self.fact_files):
+            self._names = {}
+            for n in self.fact_files:
+                self._names.setdefault(n.lower(), n)
+        return self._names.get(fact_file_name(ref).lower())
 
     def additions_in_play(self) -> list[tuple[Phase, FactAddition, str, str]]:
-        """Each ➕ line in play order with its fact file and the id the run will give the new fact."""
-        files = {name: ff.model_copy(deep=True) for name, ff in self.fact_files.items()}
+        """Each ➕ line in play order with its fact file and the id the run will give the new fact: the next
+        free number of its section, as FactFile.add counts it (worked out, never a copy of the files)."""
+        taken: dict[tuple[str, int], int] = {}  # (file, section) -> the highest fact number so far
         out = []
         for phase in self.phases:
             for add in sorted(phase.additions, key=lambda a: a.line):
                 name = self.resolve_fact_file(add.file)
-                if name is not None and files[name].section(add.section) is not None:
-                    out.append((phase, add, name, files[name].add(add.section, add.text).id))
+                section = self.fact_files[name].section(add.section) if name is not None else None
+                if name is None or section is None:
+                    continue
+                key = (name, add.section)
+                if key not in taken:
+                    taken[key] = max((int(f.id.split(".")[1]) for f in section.facts), default=0)
+                taken[key] += 1
+                out.append((phase, add, name, f"{add.section}.{taken[key]}"))
         return out
 
 
@@ -169,32 +180,40 @@ def load_benchmark(root: Path) -> Benchmark:
     return bench
 
 
-def _missing_fact(bench: Benchmark, where: str, line: int, file: str, fact_id: str, quote: str = "") -> list[Problem]:
-    """What is wrong with a reference to fact `fact_id` of fact file `file`, if anything."""
-    name = bench.resolve_fact_file(file)
-    if name is None:
-        return [Problem(where, line, f"{quote}unknown fact file '{file}'")]
-    if bench.fact_files[name].get(fact_id) is None:
-        return [Problem(where, line, f"fact {fact_id} does not exist in {name}.md")]
-    return []
+class _Facts:
+    """Every fact of the benchmark by (file, id), and those its ➕ lines will add: each reference looked up
+    once, whatever the size of the files."""
 
+    def __init__(self, bench: Benchmark):
+        self.bench = bench
+        self.ids = {(name, f.id) for name, ff in bench.fact_files.items() for f in ff.all_facts()}
+        self.added = {(name, fact_id) for _, _, name, fact_id in bench.additions_in_play()}
 
-def _stated_link_problems(bench: Benchmark, where: str, check: Check) -> list[Problem]:
-    """Facts named after 🔗 must exist, in their file or as a ➕ line will add them."""
-    added = {(name, fact_id) for _, _, name, fact_id in bench.additions_in_play()} if check.links else set()
-    problems = []
-    for link in check.links or []:
-        name = bench.resolve_fact_file(link.file)
-        if name is not None and (name, link.fact_id) in added:
-            continue
-        problems += [Problem(p.file, p.line, f"check {check.id}: 🔗 {link.file} {link.fact_id}: {p.message}")
-                     for p in _missing_fact(bench, where, check.line, link.file, link.fact_id)]
-    return problems
+    def missing(self, where: str, line: int, file: str, fact_id: str, quote: str = "") -> list[Problem]:
+        """What is wrong with a reference to fact `fact_id` of fact file `file`, if anything."""
+        name = self.bench.resolve_fact_file(file)
+        if name is None:
+            return [Problem(where, line, f"{quote}unknown fact file '{file}'")]
+        if (name, fact_id) not in self.ids:
+            return [Problem(where, line, f"fact {fact_id} does not exist in {name}.md")]
+        return []
+
+    def link_problems(self, where: str, check: Check) -> list[Problem]:
+        """Facts named after 🔗 must exist, in their file or as a ➕ line will add them."""
+        problems = []
+        for link in check.links or []:
+            name = self.bench.resolve_fact_file(link.file)
+            if name is not None and (name, link.fact_id) in self.added:
+                continue
+            problems += [Problem(p.file, p.line, f"check {check.id}: 🔗 {link.file} {link.fact_id}: {p.message}")
+                         for p in self.missing(where, check.line, link.file, link.fact_id)]
+        return problems
 
 
 def _cross_checks(bench: Benchmark, show) -> list[Problem]:
     """Rules that span files: references, unique check ids, JS that compiles, unlisted files."""
     problems: list[Problem] = []
+    facts = _Facts(bench)
     seen_checks: dict[str, str] = {}
     broken: set[int] = set()  # phases whose JS block does not compile: not played
     for phase in bench.phases:
@@ -204,9 +223,9 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
                 problems.append(Problem(where, phase.line, f"phase '{phase.title}' refers to fact file '{ref}', "
                                         f"which is not listed in benchmark.json fact_files"))
         for edit in phase.edits:
-            problems += _missing_fact(bench, where, edit.line, edit.file, edit.fact_id)
+            problems += facts.missing(where, edit.line, edit.file, edit.fact_id)
         for mention in phase.mentions:
-            problems += _missing_fact(bench, where, mention.line, mention.file, mention.fact_id,
+            problems += facts.missing(where, mention.line, mention.file, mention.fact_id,
                                       quote=f"'fact {mention.file} {mention.fact_id}': ")
         for add in phase.additions:
             name = bench.resolve_fact_file(add.file)
@@ -215,7 +234,7 @@ def _cross_checks(bench: Benchmark, show) -> list[Problem]:
             elif bench.fact_files[name].section(add.section) is None:
                 problems.append(Problem(where, add.line, f"{name}.md has no section {add.section}"))
         for check in phase.checks:
-            problems += _stated_link_problems(bench, where, check)
+            problems += facts.link_problems(where, check)
             if check.id in seen_checks:
                 problems.append(Problem(where, check.line, f"check id {check.id} repeats {seen_checks[check.id]}"))
             seen_checks[check.id] = f"{where}:{check.line}"

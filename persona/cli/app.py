@@ -28,6 +28,7 @@ from persona.cli import (
     run_commands,
     view_commands,
 )
+from persona.cli.common import interrupted_code, say, stop_on_signals
 
 
 class OneLineErrors(TyperGroup):
@@ -39,6 +40,7 @@ class OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
+        stop_on_signals()
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except typer.TyperException as e:  # click's ClickException, UsageError and their kind
@@ -50,8 +52,11 @@ class OneLineErrors(TyperGroup):
                 hint = f" ({where} --help)" if ctx is not None else ""
                 typer.echo(f"{where}: {e.format_message()}{hint}", err=True)
             sys.exit(e.exit_code)
-        except typer.Abort:
-            typer.echo("aborted", err=True)
+        except typer.Abort as e:
+            if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C, SIGTERM or SIGHUP outside a run
+                say("interrupted", err=True)
+                sys.exit(interrupted_code())
+            say("aborted", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from persona.benchmark.loader import load_benchmark, manifest_schema
-from persona.cli.common import EXIT_BAD_INPUT, fail
-from persona.config import config_schema
+from persona.cli.common import EXIT_BAD_INPUT, config_or_fail, fail
+from persona.config import CompactionConfig, config_schema
 from persona.errors import InputError
 from persona.report.export import export_schema
 
@@ -19,15 +19,24 @@ def validate(
     benchmarks: Annotated[list[Path], typer.Argument(help="Benchmark folders")],
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too")] = False,
     links: Annotated[bool, typer.Option("--links/--no-links", help="List the facts each check tests")] = True,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Check against this config's compaction "
+                                                "settings (default: the defaults)")] = None,
 ) -> None:
     """Check benchmarks: errors (unplayable) and warnings (likely mistakes), each with its file and line."""
     from persona.benchmark.links import describe, link_checks, scenario_facts
     from persona.benchmark.lint import lint
+    from persona.engine.fit import fit_problems
 
+    compaction, setting = CompactionConfig(), None
+    if config is not None:
+        cfg = config_or_fail(config)
+        compaction, setting = cfg.compaction, cfg.problem(("compaction", "max_tokens"), "")
     bad = 0
     for folder in benchmarks:
         try:
             bench = load_benchmark(folder)
+            if problems := fit_problems(bench, compaction, setting):  # what would stop a run however long it played
+                raise InputError(problems)
         except InputError as e:
             bad += 1
             for p in e.problems:

@@ -1,4 +1,4 @@
-"""The browser commands: `mmb probe`, `mmb login`, `mmb browsers-path`, `mmb demo-agent`."""
+"""The browser commands: `mmb probe`, `mmb discover`, `mmb login`, `mmb browsers-path`, `mmb demo-agent`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ from persona.cli.common import (
     browser_config,
     console_logging,
     fail,
+    run_stoppable,
 )
+
+# The options probe and discover share with a run: the same login, the same browser settings.
+AuthOption = Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")]
+BrowserConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")]
 
 
 def probe(
@@ -36,8 +41,8 @@ def probe(
     wait: Annotated[float, typer.Option("--wait", help="Seconds the input may take to show up")] = WAIT_S,
     budget: Annotated[float, typer.Option("--timeout", help="Seconds the whole probe may take")] = BUDGET_S,
     out: Annotated[Path, typer.Option("--out", help="Where the screenshot (and traces) go")] = Path("results/probe"),
-    auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
+    auth: AuthOption = None,
+    config: BrowserConfigOption = None,
     headed: HeadedOption = False,
     slow_mo: SlowMoOption = None,
     trace: TraceOption = "off",
@@ -62,7 +67,7 @@ def probe(
         fail(str(e))
     auth_dir = (base_dir / browser.auth_dir).resolve()
     try:
-        report = asyncio.run(probe_page(prof, browser, base_dir=base_dir, out_dir=out, send=send, no_send=no_send,
+        report = run_stoppable(probe_page(prof, browser, base_dir=base_dir, out_dir=out, send=send, no_send=no_send,
                                         login_name=auth, auth_dir=auth_dir, wait_s=wait,
                                         budget_s=budget - (time.monotonic() - started)))
     except (AuthError, BrowserStartError) as e:
@@ -79,8 +84,8 @@ def discover(
     run: Annotated[str | None, typer.Option("--run", help="The run of --write whose agent block to set")] = None,
     budget: Annotated[float, typer.Option("--timeout", help="Seconds the whole discovery may take")] = 60.0,
     out: Annotated[Path, typer.Option("--out", help="Where the verification's screenshot (and traces) go")] = Path("results/discover"),
-    auth: Annotated[str | None, typer.Option("--auth", help="Use a login saved by `mmb login`")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="Take the browser settings from this config")] = None,
+    auth: AuthOption = None,
+    config: BrowserConfigOption = None,
     headed: HeadedOption = False,
     slow_mo: SlowMoOption = None,
     trace: TraceOption = "off",
@@ -153,7 +158,7 @@ def login(
     if interactive and not sys.stdin.isatty():
         fail("not a terminal: give --wait-for SELECTOR (or --timeout S) to know when the login is done")
     try:
-        saved = asyncio.run(do_login(login_url(profile, url), browser, base_dir=base_dir, auth_dir=(base_dir / browser.auth_dir).resolve(),
+        saved = run_stoppable(do_login(login_url(profile, url), browser, base_dir=base_dir, auth_dir=(base_dir / browser.auth_dir).resolve(),
                                      name=check_name(name or profile), kind=kind, wait_for=wait_for, timeout_s=timeout,
                                      interactive=interactive, say=typer.echo))
     except (ValueError, AuthError, BrowserStartError) as e:
@@ -195,6 +200,6 @@ def demo_agent(
     server = DemoChatServer(data)
     typer.echo(f"DemoMind at {server.start(port=port)}  (Ctrl-C stops)")
     try:
-        asyncio.run(asyncio.Event().wait())
+        run_stoppable(asyncio.Event().wait())
     except KeyboardInterrupt:
         server.stop()

@@ -2,15 +2,22 @@
 
 Exit codes (README, "Exit codes"): 0 success; 1 a run failed or stopped, or a step could not
 act; 2 bad input (arguments, config, benchmark, unknown run ids); 3 a quality gate failed
-(`run --fail-under`, `compare --fail-on-regression`); 130 interrupted (Ctrl-C).
+(`run --fail-under`, `compare --fail-on-regression`); 130 interrupted (Ctrl-C), 143 stopped by
+SIGTERM, 129 by SIGHUP.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import re
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, NoReturn
+from types import FrameType
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -19,6 +26,7 @@ from persona.config import Config, load_config
 from persona.errors import InputError
 from persona.secrets import RedactingFilter
 
+T = TypeVar("T")
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="The config file")]
@@ -31,6 +39,91 @@ SlowMoOption = Annotated[int | None, typer.Option("--slow-mo", help="Slow each b
 TraceOption = Annotated[str | None, typer.Option(
     "--trace", help="on | off | retain-on-failure: a Playwright trace.zip per chat session")]
 VideoOption = Annotated[bool, typer.Option("--video", help="Record a video (.webm) of each chat")]
+
+
+# SIGTERM: docker stop, systemd, Kubernetes, CI time-outs; SIGHUP: the terminal went away.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_stopped_by: int | None = None  # the stop signal this process got first, for its exit code
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP stop every command as Ctrl-C does: a run's state says `interrupted`, its
+    report entry is written, and mmb exits 128 + the signal's number (143 for SIGTERM)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop)
+    asyncio_log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _DriverGone) for f in asyncio_log.filters):  # commands run in one process in tests
+        asyncio_log.addFilter(_DriverGone())
+
+
+_main: asyncio.Task | None = None  # the task run_stoppable runs
+
+
+def run_stoppable(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, which SIGTERM and SIGHUP stop as Ctrl-C does even where SIGINT is ignored (a job a
+    script started with `&`: asyncio then installs no Ctrl-C handler of its own to lend them)."""
+
+    async def main() -> T:
+        global _main
+        _main = asyncio.current_task()
+        try:
+            return await coro
+        finally:
+            _main = None
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if _stopped_by is not None:
+            raise KeyboardInterrupt from None
+        raise
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    global _stopped_by
+    if _stopped_by is not None:
+        return  # a second TERM or HUP (a whole process group, a closing terminal): the first is being honoured
+    _stopped_by = signum
+    on_interrupt = signal.getsignal(signal.SIGINT)  # asyncio.run's own while a loop runs: it cancels the main task
+    if callable(on_interrupt) and on_interrupt is not signal.default_int_handler:
+        on_interrupt(signal.SIGINT, frame)
+    elif _main is not None and not _main.done():  # SIGINT ignored: cancel the main task as asyncio would
+        _main.cancel()
+        _main.get_loop().call_soon_threadsafe(lambda: None)  # wake the loop if it sleeps in select()
+    else:
+        raise KeyboardInterrupt
+
+
+def interrupted_code() -> int:
+    """130 after Ctrl-C; 128 + the signal after SIGTERM or SIGHUP."""
+    return 128 + _stopped_by if _stopped_by is not None else EXIT_INTERRUPTED
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """A line for the terminal, which may be gone (SIGHUP): then there is no one to tell, and no error."""
+    with contextlib.suppress(OSError):
+        typer.echo(text, err=err)
+
+
+_GONE = re.compile(r"connection closed|target page, context or browser has been closed|browser has been closed",
+                   re.IGNORECASE)
+
+
+class _DriverGone(logging.Filter):
+    """asyncio's lines about what a stop leaves behind, made debug lines (shown with -v): 'exception was
+    never retrieved' for Playwright calls whose driver or browser went away (a Ctrl-C to the whole process
+    group stops Playwright's node driver too), and 'Unknown child process' for a JS block's process
+    reaped while its start was cancelled. The run handles both itself; they would be noise after its
+    own clear end."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        gone = ("exception was never retrieved" in message and error is not None and _GONE.search(str(error))) \
+            or message.startswith("Unknown child process pid")
+        if gone:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
 
 
 def fail(problems: InputError | str, code: int = EXIT_BAD_INPUT) -> NoReturn:

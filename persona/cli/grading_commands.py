@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from persona.cli.common import EXIT_FAILED, ConfigOption, config_or_fail, console_logging, fail
+from persona.cli.common import EXIT_FAILED, ConfigOption, config_or_fail, console_logging, fail, run_stoppable
 from persona.errors import RunError
 
 
@@ -34,7 +33,7 @@ def regrade(
         fail(f"no run {run_id!r}: {folder}/state.json not found")
     try:
         judge = regrade_judge(cfg, run_id, judge_model, base_url, api_key_env)
-        gset, original, report = asyncio.run(regrade_run(folder, judge, name or set_name(judge.label), typer.echo))
+        gset, original, report = run_stoppable(regrade_run(folder, judge, name or set_name(judge.label), typer.echo))
     except RunError as e:
         fail(str(e), EXIT_FAILED)
     typer.echo(f"grading set {gset.name!r} of run {run_id}: {len(gset.grades)} checks graded by {gset.judge}"

@@ -3,7 +3,6 @@ each run's persona model and chat page work, without playing."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -14,7 +13,6 @@ from persona.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_GATE,
-    EXIT_INTERRUPTED,
     TRACE_MODES,
     ConfigOption,
     HeadedOption,
@@ -26,6 +24,9 @@ from persona.cli.common import (
     apply_overrides,
     console_logging,
     fail,
+    interrupted_code,
+    run_stoppable,
+    say,
 )
 from persona.config import load_config
 from persona.errors import InputError, RunError
@@ -84,8 +85,8 @@ def run(
         typer.echo(f"shard {share[0]}/{share[1]}: {len(plans)} run(s): {', '.join(p.run.id for p in plans) or 'none'}")
     try:
         with make_progress() as progress:
-            runner = Runner(cfg, progress=progress, accept_benchmark_change=accept_benchmark_change)
-            outcomes = asyncio.run(runner.run_all(plans))
+            runner = Runner(cfg, progress=progress, accept_benchmark_change=accept_benchmark_change, print_line=say)
+            outcomes = run_stoppable(runner.run_all(plans))
     except KeyboardInterrupt:
         interrupted("the state is saved; run the same command again to continue")
     except RunError as e:
@@ -108,11 +109,12 @@ def _gate(outcomes: list[RunOutcome], threshold: float | None) -> None:
 
 
 def interrupted(what: str) -> NoReturn:
-    """The Ctrl-C notice, on a line of its own: the terminal echoed `^C` where the cursor was, and unless
-    the live progress lines (stdout on a terminal) redrew that line since, the notice would follow it."""
+    """The Ctrl-C (or SIGTERM, SIGHUP) notice, on a line of its own: the terminal echoed `^C` where the
+    cursor was, and unless the live progress lines (stdout on a terminal) redrew that line since, the
+    notice would follow it."""
     fresh_line = "" if sys.stdout.isatty() or not sys.stderr.isatty() else "\n"
-    typer.echo(f"{fresh_line}interrupted: {what}", err=True)
-    raise typer.Exit(EXIT_INTERRUPTED)
+    say(f"{fresh_line}interrupted: {what}", err=True)
+    raise typer.Exit(interrupted_code())
 
 
 def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path], dry: bool) -> None:
@@ -123,7 +125,7 @@ def _dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
         fail("--benchmark plays a folder without a config only in a dry run: add --dry", EXIT_BAD_INPUT)
     console_logging(False)
     try:
-        ready = play_dry(config, run_ids, benchmarks, typer.echo)
+        ready = play_dry(config, run_ids, benchmarks, say, run=run_stoppable)
     except InputError as e:
         fail(e)
     except KeyboardInterrupt:
@@ -146,5 +148,5 @@ def check(
         plans = plan_runs(cfg := load_config(config), run_ids)
     except InputError as e:
         fail(e)
-    if not asyncio.run(check_runs(cfg, plans, typer.echo)):
+    if not run_stoppable(check_runs(cfg, plans, typer.echo)):
         raise typer.Exit(EXIT_FAILED)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import webbrowser
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
-from persona.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, ConfigOption, fail
+from persona.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, ConfigOption, fail, interrupted_code
 from persona.cli.result_commands import ResultsOption, _config, _prices, _results
 
 
@@ -47,10 +47,18 @@ def view(
         if open_browser:
             webbrowser.open(url)
 
+    server = viewer.server(started)
     try:
-        viewer.server(started).run(sockets=[sock])
-    except KeyboardInterrupt:
-        typer.echo("mmb view: stopped", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn hands the signal on once its streams are closed
+        _stopped(interrupted_code())
     finally:
         sock.close()
+    if server.stopped_by is not None:  # a signal it was started ignoring (a script's `mmb view &`): uvicorn stops all the same
+        _stopped(128 + server.stopped_by)
+
+
+def _stopped(code: int) -> NoReturn:
+    if code == EXIT_INTERRUPTED:  # Ctrl-C at a terminal; SIGTERM and SIGHUP stop it quietly
+        typer.echo("mmb view: stopped", err=True)
+    raise typer.Exit(code) from None  # the KeyboardInterrupt it may come from is no part of the story

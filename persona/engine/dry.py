@@ -16,19 +16,21 @@ import asyncio
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from persona.benchmark.links import link_checks
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, PersonaConfig, RunConfig, load_config
+from persona.engine.fit import fit_problems
 from persona.errors import InputError, Problem
 from persona.report.cost import Cost, PriceTable, money
 from persona.report.progress import Progress
 from persona.report.scores import by_source_category
-from persona.state import ORACLE_DRIVER, RunState, RunStore, now
+from persona.state import ORACLE_DRIVER, RunState, RunStore
 
 DRY_PREFIX = "dry-"
 ORACLE = ORACLE_DRIVER
@@ -53,20 +55,23 @@ class DryResult:
 
 
 def play_dry(config: Path | None, run_ids: list[str] | None, benchmarks: list[Path],
-             echo: Callable[[str], None] = print) -> bool:
+             echo: Callable[[str], None] = print, run: Callable[[Coroutine[Any, Any, DryResult]], DryResult] = asyncio.run) -> bool:
     """The `run --dry` command: True when every benchmark is ready. Bad input raises InputError.
 
     With benchmark folders, no config is needed (default compaction, results/ here) unless one is
-    given; without, the benchmarks of the config's runs (or of `run_ids`) with its compaction.
+    given; without, the benchmarks of the config's runs (or of `run_ids`) with its compaction. `run` runs
+    each (the CLI's stops on SIGTERM too).
     """
     cfg = load_config(config or Path("config.jsonc")) if config or not benchmarks else None
     targets = targets_from_paths(benchmarks) if benchmarks else targets_from_config(cfg, run_ids)
     compaction = cfg.compaction if cfg else CompactionConfig()
     results = cfg.results_path() if cfg else Path("results").resolve()
     prices = PriceTable(cfg.prices if cfg else None)
+    if problems := [p for t in targets for p in fit_problems(t.bench, compaction)]:
+        raise InputError(problems)  # it would stop there, after playing everything before: said at once
     ready = True
     for target in targets:
-        result = asyncio.run(dry_run(target, results, compaction))
+        result = run(dry_run(target, results, compaction))
         costs = [prices.cost(model, result.state.usage.prompt_tokens, result.state.usage.completion_tokens)
                  for model in persona_models(cfg, target)]
         echo(summary(result, compaction, costs))
@@ -124,6 +129,8 @@ class ScratchStore(RunStore):
     finished or failed) is always written.
     """
 
+    durable = False
+    resumable = False
     interval_s = 1.0
     _last = 0.0
 
@@ -131,9 +138,7 @@ class ScratchStore(RunStore):
         if state.status == "running" and time.monotonic() - self._last < self.interval_s:
             return
         self._last = time.monotonic()
-        state.updated_at = now()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(state.model_dump_json(), encoding="utf-8")
+        super().save(state)
 
 
 def dry_folder(results_dir: Path, bench: Benchmark) -> Path:

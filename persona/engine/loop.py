@@ -68,7 +68,9 @@ class PersonaLoop:
         self.scenario = Scenario(bench, state, self.channel.new_session, judged=self.judged)
         self.tools = ToolBox(bench, state, self.scenario, judge=judge, exchanges=store.transcript)
         self.system = system_prompt(bench, judged=self.judged)
-        self.prompt = PromptEcho(self.system, (m.content for m in state.messages if m.role != "assistant"))
+        self.prompt = PromptEcho(self.system, (m.content for m in state.messages if m.role == "tool"),
+                                 notes=(m.content for m in state.messages if m.role == "user"),
+                                 typed=(m.content for m in state.messages if m.role == "assistant"))
         self.fixed_tokens = counter.count(self.system) + MESSAGE_OVERHEAD + counter.count(json.dumps(TOOL_SPECS))
         self._clock = time.monotonic()
         self._counted = (0, 0)  # (messages, their tokens) summed so far: between compactions the list only grows
@@ -182,6 +184,7 @@ class PersonaLoop:
         if note is not None:  # shown after the calls' results, as a reply held for after them is
             self.state.held_reply = note
         if text:
+            self.prompt.typed(text)
             self._take_reply(message, text, await self.channel.say(text))  # say() saves the message, pending, first
         else:
             self.save()
@@ -246,7 +249,7 @@ class PersonaLoop:
         message.tokens = message_tokens(self.counter, message)
         self.state.messages.append(message)
         if message.role != "assistant":
-            self.prompt.add(message.content)
+            self.prompt.add(message.content, note=message.role == "user")
 
     def _context_tokens(self) -> int:
         """The whole request: summed incrementally, a step costs the same at message 5000 as at message 50."""

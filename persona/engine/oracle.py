@@ -38,8 +38,9 @@ class OracleDriver(ChatDriver):
         self._sessions[-1].append(text)
         if journal:
             await journal.shown()
-        if self._delay:
-            await asyncio.sleep(self._delay)
+        # Always a real pause, however short: an in-process loop that never yields would not see a Ctrl-C
+        # (or SIGTERM) until the whole dry run was over.
+        await asyncio.sleep(self._delay)
         return Reply(bubbles=[self._answer(text)], signal="in-process")
 
     def _answer(self, text: str) -> str:

@@ -21,7 +21,15 @@ from typing import Protocol, TypeVar
 from persona.benchmark.phases import Category
 from persona.benchmark.phases import Check as BenchCheck
 from persona.config import JudgeConfig, PersonaConfig
-from persona.engine.guard import OTHER_TURN, PROMPT_ECHO, TEMPLATE_TOKENS, TOOL_MARKUP, PromptEcho, guard_message
+from persona.engine.guard import (
+    FACT_LISTING,
+    OTHER_TURN,
+    PROMPT_ECHO,
+    TEMPLATE_TOKENS,
+    TOOL_MARKUP,
+    PromptEcho,
+    guard_message,
+)
 from persona.engine.intake import TEXT_CALLS, ReadTurn, read_turn, strip_reasoning
 from persona.engine.judge import JudgeFailed, ModelJudge
 from persona.engine.llm import ModelCallFailed, OpenAIPersona
@@ -52,7 +60,8 @@ JUDGE_TURNS = [QuotedTurn(turn=1, sent="How old am I?", reply=["You told me you 
 
 # What an answer may not hold, by the message guard's classes: a person never types them.
 NEVER_TYPED = {TEMPLATE_TOKENS: "chat-template tokens", OTHER_TURN: "a next turn after an end-of-turn token",
-               TOOL_MARKUP: "the tool's own markup", PROMPT_ECHO: "the prompt it was given, echoed"}
+               TOOL_MARKUP: "the tool's own markup", PROMPT_ECHO: "the prompt it was given, echoed",
+               FACT_LISTING: "lines numbered like the fact files"}
 
 
 @dataclass
@@ -160,7 +169,7 @@ async def _ask(model: OpenAIPersona, report: Preflight, messages: list[dict], na
 def answer_problem(turn: ModelTurn, prompt: list[str], max_tokens: int) -> tuple[str | None, str]:
     """Why an answer is not one a person would type (None: it is), and the text that would be typed."""
     text = strip_reasoning(turn.content)
-    guarded = guard_message(text, PromptEcho(prompt[0], prompt[1:])) if text else None
+    guarded = guard_message(text, PromptEcho(prompt[0], notes=prompt[1:])) if text else None
     if guarded is None or (not guarded.text and not guarded.refused):
         return "no text in its reply", ""
     found = [what for kind, what in NEVER_TYPED.items() if kind in guarded.taken]

@@ -26,6 +26,7 @@ from drivers.url_secrets import ChatUrl
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.config import Config, JudgeConfig, PersonaConfig, RunConfig
 from persona.crashpoints import crash_point
+from persona.engine.fit import fit_problems
 from persona.engine.judge import Judge, make_judge, memory_judge
 from persona.engine.llm import OpenAIPersona, api_key
 from persona.engine.loop import PersonaLoop
@@ -35,7 +36,7 @@ from persona.engine.oracle import OracleDriver
 from persona.engine.preflight import Preflight, judge_preflight, preflight
 from persona.engine.provenance import check_benchmark, make_provenance, record
 from persona.engine.scripted import ScriptedPersona
-from persona.errors import InputError, Problem, RunError
+from persona.errors import InputError, Problem, RunError, StorageError, storage_error
 from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry_once, mean
 from persona.report.persona_lines import end_summary
@@ -90,8 +91,11 @@ def plan_runs(config: Config, only: list[str] | None = None, repeat: int | None 
             continue
         path = config.benchmark_path(run)
         try:
-            bench = benches.get(path) or load_benchmark(path)
-            benches[path] = bench
+            if path not in benches:
+                bench = load_benchmark(path)
+                if fitting := fit_problems(bench, config.compaction, config.problem(("compaction", "max_tokens"), "")):
+                    raise InputError(fitting)  # it would stop there, however long it had played
+            bench = benches.setdefault(path, bench)
         except InputError as e:
             problems += [config.problem(("runs", i, "benchmark"), f"benchmark {run.benchmark}:")] + e.problems
             continue
@@ -205,7 +209,11 @@ class Runner:
             store.lock()
         except RunError as e:  # this run only: the others go on
             return self._refused(plan, str(e))
-        handler = _run_log_handler(plan)
+        try:
+            handler = _run_log_handler(plan)
+        except OSError as e:
+            store.unlock()
+            return self._refused(plan, str(storage_error(e, "open the run log", plan.folder / "run.log")))
         try:
             try:
                 state = store.load() or new_state(plan)
@@ -215,13 +223,24 @@ class Runner:
                     check_benchmark(state, provenance, self.accept_benchmark_change)
             except RunError as e:  # nothing is written: the state stays as it was for a person to look at
                 return self._refused(plan, str(e))
+            except OSError as e:
+                return self._refused(plan, str(storage_error(e, "read the run's state in", plan.folder)))
             if state.ends > state.reported_ends:  # killed at its last end, before every output was written
-                path, pages = await self._report(plan, store, state)
+                try:
+                    path, pages = await self._report(plan, store, state)
+                except (StorageError, OSError) as e:
+                    return self._refused(plan, str(e if isinstance(e, StorageError) else storage_error(e)))
                 self.print(f"[{plan.run.id}] wrote what its last end ({state.status}) had left unwritten: "
                            f"report: {path}" + (f", {pages[0]}" if pages else ""))
             if state.status == "finished":
                 self.print(f"[{plan.run.id}] already finished; delete {plan.folder} to run it again")
                 return RunOutcome(plan.run.id, "finished", mean(state.evaluations))
+            if state.status == "running":  # no process holds it (we do now): the last one died before its end
+                died = "the mmb before this one ended without recording its end (killed, or its disk filled)"
+                _note(state, died)
+                self.print(f"[{plan.run.id}] {died}; going on from its last save")
+            if store.resumable:
+                store.set_aside()  # what the run's end will need if the disk fills under it
             resumed = bool(state.messages)
             state.phase_count, state.checks_planned = len(plan.bench.phases), len(plan.bench.checks)
             self.progress.begin(plan.bench, state)
@@ -240,19 +259,20 @@ class Runner:
                     provenance: Provenance) -> RunOutcome:
         state.status, state.error = "running", None
         state.judge = provenance.judge
-        # Recorded from the first save: a run that stops in its preflight still says what it ran on. The
-        # browser starts with the first chat: until then, the last record's is assumed (filled in below).
-        provenance.browser = state.provenance[-1].browser if state.provenance else None
-        record(state, provenance)
-        store.save(state)
         model = make_persona(plan)
         judge = make_judge(plan.judge)
         failed = True
+        storage: StorageError | None = None  # the run's files could not be written: it ends on that alone
         driver: ChatDriver | None = None
         try:
+            # Recorded from the first save: a run that stops in its preflight still says what it ran on. The
+            # browser starts with the first chat: until then, the last record's is assumed (filled in below).
+            provenance.browser = state.provenance[-1].browser if state.provenance else None
+            record(state, provenance)
+            store.save(state)
             await self._preflight(plan, state)
             async with agent_url(plan) as url:
-                driver = watch_memory(await self._driver(plan, browser, url, on_event=lambda text: _note(state, text)),
+                driver = watch_memory(await self._driver(plan, browser, url, state, on_event=lambda text: _note(state, text)),
                                       plan.run.agent.memory, self.config.base_dir, plan.folder, state)
                 if browser is not None and plan.profile is not None:
                     provenance.browser = browser.version  # the record made at the start, when it was appended
@@ -269,6 +289,10 @@ class Runner:
         except asyncio.CancelledError:
             state.status = "interrupted"
             raise
+        except (StorageError, OSError) as e:  # a write of the run's own files: a full disk, a read-only folder
+            storage = e if isinstance(e, StorageError) else storage_error(e, "write", plan.folder)
+            state.status, state.error = "failed", str(storage)
+            log.debug("run %s stopped on a storage error", plan.run.id, exc_info=True)
         except RunError as e:  # stalled and budget stops say so in the status
             state.status, state.error = e.status, redact(str(e))  # type: ignore[assignment]
         except (DriverError, BrowserStartError) as e:
@@ -277,20 +301,55 @@ class Runner:
             log.exception("run %s crashed", plan.run.id)
             state.status, state.error = "failed", redact(f"{type(e).__name__}: {e}")
         finally:
-            state.ends += 1
-            store.save(state)
+            state, saved = self._record_end(store, state)
             crash_point("run.ended")
             await self._close(driver, failed)
             await model.aclose()
             if judge is not None:
                 await judge.aclose()
             self.progress.end(state)
-            path, pages = await self._report(plan, store, state)
-            self.print(f"[{plan.run.id}] {state.status}: {end_summary(state)}"
-                       + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
-                       + f"; report: {path}"
-                       + (f", {pages[0]}" if pages else ""))
+            try:
+                path, pages = (None, []) if storage is not None else await self._report(plan, store, state)
+            except (StorageError, OSError) as e:  # the disk filled at the very end
+                storage, path, pages = e if isinstance(e, StorageError) else storage_error(e), None, []
+                state.error = state.error or str(storage)
+            if path is None:
+                self._report_storage_end(plan, state, saved, storage)
+            else:
+                self.print(f"[{plan.run.id}] {state.status}: {end_summary(state)}"
+                           + (f" — {state.error}" if state.error else "") + f"; cost {money(self.prices.run_cost(state).usd)}"
+                           + f"; report: {path}"
+                           + (f", {pages[0]}" if pages else ""))
         return RunOutcome(plan.run.id, state.status, mean(state.evaluations), state.error)
+
+    def _record_end(self, store: RunStore, state: RunState) -> tuple[RunState, bool]:
+        """The run's end saved: the state as last saved when the run did not finish (a step cut short by a
+        signal or an error is redone by the rerun, as after a kill, never half recorded), with what only
+        accumulated since carried over. False when even that could not be written (a full disk with no
+        space set aside left): state.json then still says `running`, and its lock, free, says it is not."""
+        if state.status != "finished" and store.resumable:
+            state = _as_last_saved(store, state)
+        state.ends += 1
+        for attempt in range(2):
+            try:
+                store.save(state)
+                return state, True
+            except StorageError as e:
+                if attempt or not store.give_back_reserve():
+                    log.debug("the end of run %s could not be saved: %s", state.run_id, e)
+        return state, False
+
+    def _report_storage_end(self, plan: RunPlan, state: RunState, saved: bool, error: Exception | None) -> None:
+        """A run its disk stopped: its report.md entry if the disk takes it (the pages wait for the next start
+        or `mmb report`), and one line saying what failed, where and how much space is left."""
+        if saved and state.reported_ends < state.ends:
+            try:
+                append_entry_once(self.entries_dir, plan.bench, state, self.prices, None)
+            except OSError as e:
+                log.debug("no report.md entry for %s: %s", plan.run.id, e)
+        unsaved = "" if saved else " (its state could not be written either: it still says running, and `mmb list` " \
+                                   "shows the run dead)"
+        self.print(f"[{plan.run.id}] {state.status}: {error or state.error}{unsaved}")
 
     async def _report(self, plan: RunPlan, store: RunStore, state: RunState) -> tuple[Path, list[Path]]:
         """The outputs of the run's last end, each written once: its report.md entry, report.html and the
@@ -338,7 +397,7 @@ class Runner:
         if not report.ok:
             raise RunError(f"{report.role} preflight failed, nothing was sent to the agent: {report.failure()}")
 
-    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None,
+    async def _driver(self, plan: RunPlan, browser: BrowserHost | None, url: str | None, state: RunState,
                       on_event: Callable[[str], None]) -> ChatDriver:
         if plan.profile is None:
             return OracleDriver(plan.bench)
@@ -346,8 +405,15 @@ class Runner:
         profile = plan.profile
         b = self.config.browser
 
+        generation = browser.generation
+
         async def build() -> ChatDriver:  # again when a crash took the context down
+            nonlocal generation
             chat = await browser.new_context(login=plan.login, video_dir=plan.folder / "videos" if b.video else None)
+            if browser.generation != generation and generation:  # the browser died under this run: counted
+                state.browser_relaunches += 1
+                _note(state, f"the browser died; it was started again ({browser.version}), and the chat reopened in it")
+            generation = browser.generation
             driver = PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
                                       trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
                                       secrets=(*chat.secrets, *known_secrets()))
@@ -365,7 +431,17 @@ class Runner:
                 what = f"trace: {show_trace_command(f)}" if f.name.endswith(".trace.zip") else f"video: {f}"
                 self.print(f"[{current_run.get()}] {what}")
         except Exception as e:  # closing must not hide the run's own outcome
-            log.warning("closing the driver failed: %s", e)
+            gone = _is_gone(e)  # the browser went first (a Ctrl-C to the process group, a crash): nothing to close
+            log.log(logging.INFO if gone else logging.WARNING, "closing the driver failed: %s", _first_line(e))
+
+
+def _is_gone(error: BaseException) -> bool:
+    text = str(error).lower()
+    return "has been closed" in text or "connection closed" in text or "target closed" in text
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _provenance(plan: RunPlan) -> Provenance:
@@ -386,6 +462,25 @@ def _check_resumable(bench: Benchmark, state: RunState) -> None:
                        f"or delete the run's folder to start over")
 
 
+def _as_last_saved(store: RunStore, state: RunState) -> RunState:
+    """The state as the store last saved it, with what only accumulates carried over from `state`: the tokens
+    spent, the log lines and judge notes written since (how the driver fought a sick chat, why the run
+    stopped), the time played, the end's status and error."""
+    try:
+        saved = store.load()
+    except RunError as e:
+        log.debug("the last saved state does not read back (%s); the end is recorded on the state in memory", e)
+        return state
+    if saved is None:
+        return state
+    saved.status, saved.error = state.status, state.error
+    saved.active_seconds = max(saved.active_seconds, state.active_seconds)
+    saved.usage, saved.judge_usage, saved.quirks = state.usage, state.judge_usage, state.quirks
+    saved.log += state.log[len(saved.log):]
+    saved.judge_notes += state.judge_notes[len(saved.judge_notes):]
+    return saved
+
+
 def _note(state: RunState, text: str) -> None:
     """A line in the state's log (saved with the next step), e.g. how the driver recovered."""
     state.log.append(redact(f"turn {state.turn}: {text}")[:500])
@@ -400,15 +495,24 @@ class _RunFilter(logging.Filter):
         return current_run.get() == self.run_id
 
 
+class _RunLog(logging.FileHandler):
+    """run.log; a line it cannot write (a full disk) is dropped without a word: the run's own end says
+    why, once, where logging's default would print a traceback per line."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.failed = getattr(self, "failed", 0) + 1
+
+
 def _run_log_handler(plan: RunPlan) -> logging.Handler:
-    """results/<id>/run.log gets the log lines of this run's task only."""
+    """results/<id>/run.log gets the log lines of this run's task only (debug ones too with -v: a storage
+    error's traceback)."""
     plan.folder.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(plan.folder / "run.log", encoding="utf-8")
+    handler = _RunLog(plan.folder / "run.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_RunFilter(plan.run.id))
     handler.addFilter(RedactingFilter())
-    handler.setLevel(logging.INFO)
     root = logging.getLogger()
+    handler.setLevel(logging.DEBUG if root.level == logging.DEBUG else logging.INFO)
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:
         root.setLevel(logging.INFO)

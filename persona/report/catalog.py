@@ -16,7 +16,7 @@ from persona.report.cost import Cost, PriceTable, money
 from persona.report.gradings import ORIGINAL, load_set, shown_with
 from persona.report.markdown import duration
 from persona.report.scores import Group, by_category, mean
-from persona.state import STATE_FILE, RunState
+from persona.state import STATE_FILE, RunState, read_state, run_is_live
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,15 @@ class Entry:
         return f"{self.run_id}/{RUN_PAGE}" if self.has_html else None
 
 
+DEAD = "dead"  # its state says running, but no mmb process holds it: killed, or stopped by a full disk
+
+
 def entry(state: RunState, folder: Path, planned: dict[str, int], prices: PriceTable) -> Entry:
     bench = Path(state.benchmark).name
     phases = state.phase_count
+    status = DEAD if state.status == "running" and not run_is_live(folder) else state.status
     return Entry(run_id=state.run_id, benchmark=bench, title=state.benchmark_title or bench, driver=state.driver,
-                 persona=state.persona_model, status=state.status, mean=mean(state.evaluations),
+                 persona=state.persona_model, status=status, mean=mean(state.evaluations),
                  graded=len(state.evaluations), planned=state.checks_planned or planned.get(bench),
                  categories=by_category(state.evaluations), turns=state.turn, tokens_in=state.usage.prompt_tokens,
                  tokens_out=state.usage.completion_tokens, seconds=state.active_seconds,
@@ -91,18 +95,13 @@ def entry(state: RunState, folder: Path, planned: dict[str, int], prices: PriceT
                  repeat_of=state.repeat_of)
 
 
-def read_state(folder: Path) -> RunState:
-    """A run's saved state, read only (a live run saves it atomically). Raises ValueError when it does not parse."""
-    return RunState.model_validate_json((folder / STATE_FILE).read_bytes())
-
-
 def read_states(results_dir: Path) -> list[tuple[RunState, Path]]:
     """Every readable run state under results_dir, with its folder, by run folder name."""
     found = []
     for path in sorted(results_dir.glob(f"*/{STATE_FILE}")):
         try:
             found.append((read_state(path.parent), path.parent))
-        except ValueError as e:  # a run being written right now is saved atomically; this is a broken one
+        except (ValueError, OSError) as e:  # a run being written right now is saved atomically; this is a broken one
             log.warning("skipping %s (%s)", path, str(e).splitlines()[0])
     return found
 

@@ -206,7 +206,7 @@ def typed_into_chat(state: RunState, quote: Callable[[str], str] = str) -> str:
     return line
 
 
-LOG_SHOWN = 12  # the run log's last lines in a report entry; state.json keeps them all
+LOG_SHOWN = 12  # the run log's last lines in a report entry; the state keeps them all
 
 
 def run_log(state: RunState) -> tuple[int, list[str]]:
@@ -220,7 +220,7 @@ def _run_log(state: RunState) -> list[str]:
     if not count:
         return []
     which = f", the last {len(shown)}" if count > len(shown) else ""
-    return [f"- **Run log:** {count} line(s) in state.json{which}" + "".join(f"\n  - {quote_inline(line)}" for line in shown)]
+    return [f"- **Run log:** {count} line(s) in the run's state{which}" + "".join(f"\n  - {quote_inline(line)}" for line in shown)]
 
 
 def _sessions(state: RunState) -> str:
@@ -297,6 +297,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
         *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
             "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
+        *([f"- **Browser relaunched:** {state.browser_relaunches} time(s): it died under the run, which started it "
+           "again, reopened its chat and went on (the run log says when)"] if state.browser_relaunches else []),
         f"- **Persona:** {usage_line(state)}",
         f"- **Persona compactions:** {len(state.persona_compactions)}"
         + "".join(f"\n  - {line}" for line in compaction_lines(state)),

@@ -17,7 +17,7 @@ from pathlib import Path
 from drivers.files import atomic_write
 from persona.report.catalog import run_folders
 from persona.report.markdown import REPORT_FILE, REPORT_HEADER
-from persona.state import STATE_FILE
+from persona.state import LOCK_FILE, RESERVE_FILE, STATE_FILE
 
 _ENTRY = re.compile(r"^## (\d{4}-\d{2}-\d{2} \d{2}:\d{2}) UTC", re.MULTILINE)
 
@@ -62,7 +62,7 @@ def merge_results(sources: list[Path], target: Path) -> Merged:
     chosen, merged = _plan(sources, target)
     target.mkdir(parents=True, exist_ok=True)
     for rid, folder in chosen.items():
-        shutil.copytree(folder, target / rid, ignore=shutil.ignore_patterns(".lock", f".{STATE_FILE}.*.tmp"),
+        shutil.copytree(folder, target / rid, ignore=shutil.ignore_patterns(LOCK_FILE, RESERVE_FILE, ".state.*.tmp"),
                         copy_function=shutil.copyfile)  # new files, with this user's umask
         merged.copied.append(rid)
     merged.entries = _merge_entries([*sources, target], target / REPORT_FILE)

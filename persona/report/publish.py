@@ -16,7 +16,7 @@ from pathlib import Path
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.errors import InputError, RunError
 from persona.report.autopsy import Autopsy, memory_autopsy
-from persona.report.catalog import read_state, scan
+from persona.report.catalog import scan
 from persona.report.cost import PriceTable
 from persona.report.gradings import load_set, shown_with
 from persona.report.html import write_run_report
@@ -24,7 +24,7 @@ from persona.report.index import write_index
 from persona.report.leaderboard import write_leaderboard
 from persona.report.markdown import append_entry_once
 from persona.report.snapshots import MemoryStore
-from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore
+from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore, read_state
 from persona.tokens import TokenCounter
 
 log = logging.getLogger(__name__)

@@ -25,11 +25,24 @@ STYLES = [{"busy": "stop", "labels": True}, {"busy": "dots", "labels": False, "s
           {"busy": "none", "labels": True, "new_chat": "storage"}]
 
 
+# Pages a random seed once failed on, kept: every class telling the sides apart ended in a digit (xnmpuk0),
+# which discovery took for an identity (row3).
+MET = {"names ending in digits": Variant(seed=484160, busy="none", new_chat="storage")}
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "-".join(str(v) for v in s.values()))
 def test_discovery_on_a_generated_page(shape, tmp_path, write_bench):
     seed = random.randrange(1_000_000)
     style = STYLES[seed % len(STYLES)]
-    v = Variant(seed=seed, **shape, **style)
+    discover_and_play(Variant(seed=seed, **shape, **style), tmp_path, write_bench)
+
+
+@pytest.mark.parametrize("page", list(MET))
+def test_discovery_on_a_page_a_seed_once_failed_on(page, tmp_path, write_bench):
+    discover_and_play(MET[page], tmp_path, write_bench)
+
+
+def discover_and_play(v: Variant, tmp_path, write_bench) -> None:
     print(f"\nvariant: {v.model_dump()}")  # to replay: Variant(**that)
     with ChatLab(LabScenario(variant=v, chunk_ms=10)) as lab:
         done, agent = discover(lab.url + "/", tmp_path)

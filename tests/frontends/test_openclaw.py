@@ -28,6 +28,7 @@ from tests.conftest import mmb
 from tests.support.chat_model import UNKNOWN
 from tests.support.node_frontends import OpenClawChatModel, install_openclaw, openclaw_gateway
 from tests.support.quirk_server import QuirkServer
+from tests.support.run_process import saved_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
 
@@ -81,7 +82,7 @@ def test_a_benchmark_plays_through_openclaws_web_chat(gateway, tmp_path: Path, w
     results = tmp_path / "results"
     folder = results / "openclaw"
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}\n{_tail(gateway['log'])}"
-    state = json.loads((folder / "state.json").read_text())
+    state = saved_state(folder)
     assert state["status"] == "finished"
 
     # Every reply is one the model gave, scraped whole once the UI said "Done in N s".

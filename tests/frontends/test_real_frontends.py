@@ -23,6 +23,7 @@ from tests.support.chat_model import ChatModel
 from tests.support.frontend_specs import FRONTENDS
 from tests.support.frontends import Frontend, install, start
 from tests.support.quirk_server import QuirkServer
+from tests.support.run_process import saved_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
 
@@ -75,7 +76,7 @@ def test_a_benchmark_plays_through_the_real_frontend(frontend: Frontend, tmp_pat
 def _assert_played(run_id: str, done, results: Path, model: ChatModel, *, done_marker: bool) -> None:
     folder = results / run_id
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}"
-    state = json.loads((folder / "state.json").read_text())
+    state = saved_state(folder)
     assert state["status"] == "finished"
 
     # Every reply came back whole: exactly what the model streamed, turn by turn; each message typed once.

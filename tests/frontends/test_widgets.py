@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import mmb
 from tests.frontends.test_real_frontends import compare_profiles
+from tests.support.run_process import saved_state
 from tests.support.widgets.agent import SessionAgent
 from tests.support.widgets.server import WidgetServer
 from tests.support.widgets.specs import WIDGETS, Widget
@@ -75,7 +76,7 @@ def test_a_benchmark_plays_through_the_real_widget(widget: Widget, tmp_path: Pat
 def _assert_played(run_id: str, done, results: Path, agent: SessionAgent) -> None:
     folder = results / run_id
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}"
-    state = json.loads((folder / "state.json").read_text())
+    state = saved_state(folder)
     assert state["status"] == "finished"
 
     # Every message reached the agent once, in order, and every reply came back whole.

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from demo_agent.faults import ENV as DEMO_FAULTS_ENV
+from persona.state import read_state
 from tests.conftest import REPO
 
 # Slow streaming (about 0.3 s a reply) so that kills land while the agent is still writing.
@@ -29,17 +30,28 @@ class Results:
     printed: str = ""  # what mmb printed to stdout, where a test kept it
 
     def state(self) -> dict:
-        return json.loads((self.run / "state.json").read_text())
+        """The whole saved state (state.json and the parts saved beside it), as JSON."""
+        return saved_state(self.run)
 
     def agent_received(self) -> list[str]:
         """The user messages DemoMind took in, in order, from its own memory file."""
-        memory = json.loads((self.run / "agent-data" / "memory.json").read_text())
-        messages = [m for c in memory["conversations"].values() for m in c["messages"] if m["role"] == "user"]
-        return [m["text"] for m in sorted(messages, key=lambda m: m["seq"])]
+        return agent_received(self.run / "agent-data")
 
     def transcript(self) -> list[dict]:
         path = self.run / "transcript.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def saved_state(folder: Path) -> dict:
+    """The whole state a run saved in `folder` (state.json and the parts beside it), as JSON."""
+    return read_state(folder).model_dump(mode="json")
+
+
+def agent_received(data: Path) -> list[str]:
+    """The user messages DemoMind took in, in order, from the memory file in its data folder."""
+    memory = json.loads((data / "memory.json").read_text())
+    messages = [m for c in memory["conversations"].values() for m in c["messages"] if m["role"] == "user"]
+    return [m["text"] for m in sorted(messages, key=lambda m: m["seq"])]
 
 
 def start(config: Path, env: dict[str, str]) -> subprocess.Popen:

@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -97,11 +98,14 @@ class Events:
         self.conn.close()
 
 
-def spawn_view(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """`mmb view ARGS --port 0` in a process of its own (served_at tells its URL)."""
+def spawn_view(*args: str, env: dict[str, str] | None = None, ctrl_c: bool = True) -> subprocess.Popen:
+    """`mmb view ARGS --port 0` in a process of its own (served_at tells its URL), hearing Ctrl-C as a
+    terminal's job does (whatever this suite's own handling of it) or, `ctrl_c=False`, ignoring it as a
+    script's `mmb view &` does."""
+    handling = signal.SIG_DFL if ctrl_c else signal.SIG_IGN
     return subprocess.Popen([sys.executable, "-m", "persona", "view", "--port", "0", *args], cwd=REPO,
                             env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, handling))
 
 
 def served_at(proc: subprocess.Popen) -> str:

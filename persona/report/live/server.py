@@ -74,6 +74,7 @@ class Server(uvicorn.Server):
         super().__init__(config)
         self.hub, self.started_hook = hub, started
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopped_by: int | None = None  # the signal that stopped it
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         self.loop = asyncio.get_running_loop()
@@ -82,6 +83,8 @@ class Server(uvicorn.Server):
             self.started_hook()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.stopped_by is None:
+            self.stopped_by = sig
         super().handle_exit(sig, frame)
         self.stop_streams()
 

@@ -1,7 +1,7 @@
 """One watcher of a results folder, shared by every page `mmb view` serves; it only reads.
 
 A poll stats each run folder's entries: nothing is parsed unless something changed. A run's state
-is read again (through catalog.read_state, as every report reads it) only when a file or folder
+is read again (through state.read_state, as every report reads it) only when a file or folder
 beside it changed its size, mtime or inode; state.json is saved by write-then-rename, so a read
 sees a whole save, old or new. transcript.jsonl is read on from the offset the last poll stopped
 at, whole lines only: a line still being appended is left for the next poll. Whether a process
@@ -16,9 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from persona.report.catalog import read_state
 from persona.report.live.locks import held_inodes
-from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState
+from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, read_state
 
 log = logging.getLogger(__name__)
 
