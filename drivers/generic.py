@@ -86,7 +86,8 @@ _ALERTS_JS = in_page("""() => Q.all("[role=alert]").filter((e) => e.checkVisibil
 # its place for a frame, as Playwright's own check wants. Frames have their own coordinates: null.
 # Inside a shadow root the hit test asks that root, which answers with its own element, not the host.
 _CLICK_POINT_JS = in_page("""async (el) => {
-  if (window !== window.top || el.disabled || el.getAttribute("aria-disabled") === "true") return null;
+  if (el.disabled || el.getAttribute("aria-disabled") === "true") return "disabled";
+  if (window !== window.top) return null;
   const r0 = el.getBoundingClientRect();
   if (r0.top < 0 || r0.left < 0 || r0.bottom > innerHeight || r0.right > innerWidth) el.scrollIntoView({block: "nearest"});
   const at = () => {
@@ -356,7 +357,7 @@ class PlaywrightDriver(ChatDriver):
     async def _submit(self, journal: SendJournal | None = None, typed: str | None = None) -> None:
         """Press send, telling the journal just before: a button that never became clickable was
         never pressed, so the message is known not to be in the chat and may be typed again."""
-        page, frame, journal = self._page(), await self._frame(), journal or SendJournal()
+        frame, journal = await self._frame(), journal or SendJournal()
         try:
             if not self._sel.send:
                 if typed and not (await self._input_text()).strip():  # empty: typing it again cannot double it
@@ -366,20 +367,7 @@ class PlaywrightDriver(ChatDriver):
                 await frame.locator(self._sel.input).filter(visible=True).first.press(
                     "Enter", timeout=self.profile.send_timeout_s * 1000)
                 return
-            button = frame.locator(self._sel.send).filter(visible=True).first
-            timeout = self.profile.send_timeout_s * 1000
-            # A button that is plainly clickable gets one real mouse click at its centre; anything
-            # else (disabled, covered, moving, in a frame) is waited for as Playwright's click waits
-            # (a trial click presses nothing), then clicked. A page that wiped what we typed (an app
-            # still starting up) keeps its button disabled: the wait fails with send never pressed.
-            point = await button.evaluate(_CLICK_POINT_JS, timeout=timeout)
-            if not point:
-                await self._wait_clickable(button, typed, timeout / 1000)
-            await journal.submitting()
-            if point:  # dispatched into the page, which answers once its handlers ran: bounded like a click
-                await bounded(page.mouse.click(point["x"], point["y"]), timeout / 1000 + PAGE_GRACE_S, "pressing send")
-            else:
-                await button.click(timeout=timeout)
+            await self._press_send(frame.locator(self._sel.send).filter(visible=True).first, journal, typed)
         except PlaywrightError as e:
             raise await self._error(f"cannot send with {self._sel.send or 'Enter'!r}: {str(e).splitlines()[0]}") from None
 
@@ -593,6 +581,27 @@ class PlaywrightDriver(ChatDriver):
                 f"the chat did not reset after new session ({mode}): {left} of {before} message(s) matching "
                 f"{counted!r} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url}){still}"
                 f"{await self._alerts()}") from None
+
+    async def _press_send(self, button: Locator, journal: SendJournal, typed: str | None) -> None:
+        """A button that is plainly clickable gets one real mouse click at its centre. One disabled
+        is waited for (a trial click presses nothing) and then looked at again, because a page may
+        disable it once more in between: Chainlit, finishing its start-up, emptied its input right
+        after its button became clickable, and a waiting click then waited out send_timeout_s on a
+        button that stays disabled for an empty input. A button covered, moving or in a frame is
+        waited for and clicked as Playwright's click does."""
+        deadline = time.monotonic() + self.profile.send_timeout_s
+        while True:
+            left = max(deadline - time.monotonic(), 0.05)
+            point = await button.evaluate(_CLICK_POINT_JS, timeout=left * 1000)
+            if isinstance(point, dict):
+                await journal.submitting()  # dispatched into the page, which answers once its handlers ran
+                await bounded(self._page().mouse.click(point["x"], point["y"]), left + PAGE_GRACE_S, "pressing send")
+                return
+            await self._wait_clickable(button, typed, deadline - time.monotonic())
+            if point is None:
+                await journal.submitting()
+                await button.click(timeout=max(deadline - time.monotonic(), 0.05) * 1000)
+                return
 
     async def _wait_clickable(self, button: Locator, typed: str | None, timeout_s: float) -> None:
         """Wait as Playwright's click would, pressing nothing (a trial click). A page that emptied its

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from drivers.base import ReplyTimeout, SelectorError
+from drivers.base import InputCleared, ReplyTimeout, SelectorError, SendJournal
+from drivers.generic import PlaywrightDriver
 from tests.support.chat_lab import ChatLab, LabScenario
 
 
@@ -20,6 +22,14 @@ from tests.support.chat_lab import ChatLab, LabScenario
 def lab() -> Iterator[ChatLab]:
     with ChatLab() as lab:
         yield lab
+
+
+class _Pressed(SendJournal):
+    def __init__(self) -> None:
+        self.pressed = 0
+
+    async def submitting(self) -> None:
+        self.pressed += 1
 
 
 def signal_is(signal: str, *parts: str) -> bool:
@@ -221,6 +231,47 @@ def test_a_send_button_disabled_for_a_while_after_typing_is_clicked_once_enabled
     replies = harness.chat(lab.profile(), tmp_path, ["first", "second"])
     assert lab.received == ["first", "second"]
     assert [r.bubbles for r in replies] == [["echo: first"], ["echo: second"]]
+
+
+class _ClearedOnceClickable(PlaywrightDriver):
+    """The page empties its input the moment its send button has just become clickable: Chainlit
+    finishing its start-up did so in CI between the driver's wait and its press."""
+
+    cleared = False
+
+    async def _wait_clickable(self, button, typed, timeout_s):
+        await super()._wait_clickable(button, typed, timeout_s)
+        if not self.cleared:
+            self.cleared = True
+            await (await self._frame()).evaluate(
+                "() => { document.querySelector('#box').value = ''; document.querySelector('#send').disabled = true; }")
+
+
+def test_an_input_cleared_just_after_send_became_clickable_is_input_cleared_not_a_long_wait(harness, lab, tmp_path):
+    """Nothing was pressed, nothing sent: the driver says so at once (the run types it again) instead
+    of waiting out send_timeout_s on a button the page will not enable for an empty input."""
+    lab.scenario = LabScenario(send_enabled_after_ms=300, done="attr")
+    journal = _Pressed()
+
+    async def go() -> tuple[float, list[str]]:
+        driver = _ClearedOnceClickable(lab.profile(send_timeout_s=8), await harness.browser.new_context(),
+                                       artifacts=tmp_path, screenshot_on_failure=False)
+        await driver.open(None)
+        try:
+            began = time.monotonic()
+            with pytest.raises(InputCleared):
+                await driver.send("typed before the remount", journal)
+            waited = time.monotonic() - began
+            reply = await driver.send("typed before the remount", journal)
+            return waited, reply.bubbles
+        finally:
+            await driver.close()
+
+    waited, bubbles = harness.run(go())
+    assert lab.received == ["typed before the remount"]
+    assert bubbles == ["echo: typed before the remount"]
+    assert journal.pressed == 1  # the press that did not happen is not counted as typed
+    assert waited < 8  # told at the first look at the empty input, not at the end of send_timeout_s
 
 
 @pytest.mark.parametrize("done", ["attr", "none"])
