@@ -110,6 +110,7 @@ class ProbeReport(BaseModel):
     after_send: list[SelectorCheck] = []
     new_chat: NewChatCheck | None = None
     out_of_time: str | None = None  # the stage the budget ran out in
+    input_waited_s: float | None = None  # the input was hidden at the first look: waited this long for it
     screenshot: Path | None = None
     traces: list[Path] = []
 
@@ -134,6 +135,9 @@ class ProbeReport(BaseModel):
                 lines.append(f"    ... and {len(self.frames) - 12} more")
         if self.open_error:
             lines.append(f"  opening: {self.open_error}")
+        if self.input_waited_s is not None:
+            lines.append(f"  the input was hidden just after the chat opened: waited {self.input_waited_s:.1f} s "
+                         "for it to show again, as a run does before typing")
         for where in self.input_in_frames:
             lines.append(f"  the input matches in the frame at {where}: give that frame (--frame, agent.frame)")
         lines += _table(self.checks)
@@ -253,6 +257,16 @@ async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = D
     if report.open_error and len(frames) > 1:
         report.input_in_frames = await driver.frames_with_input()
     report.checks = await check_selectors(driver)
+    if not report.open_error and _input_hidden(report.checks):
+        # An app may hide its input a while just after it showed (a chat area suspended while the rest
+        # loads): the run waits for it before typing, and so does the check.
+        began = time.monotonic()
+        try:
+            await within("waiting for the input to show again", driver.wait_ready())
+        except DriverError as e:
+            report.open_error = str(e)
+        report.input_waited_s = time.monotonic() - began
+        report.checks = await check_selectors(driver)
     report.screenshot = out_dir / f"probe-{driver.profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.png"
     await page.screenshot(path=str(report.screenshot), full_page=True)
     fits = not report.open_error and not report.out_of_time and not any(
@@ -269,6 +283,10 @@ async def probe(driver: PlaywrightDriver, *, out_dir: Path, send: str | None = D
     page = driver.page or page  # a new chat by forgetting storage opens the chat in a new tab
     await page.screenshot(path=str(report.screenshot), full_page=True)
     return report
+
+
+def _input_hidden(checks: list[SelectorCheck]) -> bool:
+    return any(c.key == "input" and c.count and not c.visible for c in checks)
 
 
 async def _send(driver: PlaywrightDriver, check: SendCheck, within, cleared_retries: int = 2) -> None:

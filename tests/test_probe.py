@@ -9,7 +9,7 @@ import time
 import pytest
 
 from demo_agent.web import DemoChatServer
-from drivers.probe import probe_message
+from drivers.probe import ProbeReport, probe_message
 from tests.conftest import mmb
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.static_site import serve
@@ -185,3 +185,19 @@ def test_a_page_that_clears_the_first_typing_gets_it_typed_again_by_the_probe_as
     assert done.returncode == 0, done.stdout + done.stderr
     assert received == [probe_message("hello lab")]  # once
     assert "(typed again 1 time(s): the page had cleared the input before send)" in done.stdout
+
+
+def test_an_input_hidden_a_while_after_it_showed_is_waited_for_as_the_run_waits(tmp_path):
+    """An app that suspends its chat area while the rest loads hides the input just after it showed
+    (Chainlit's start-up on a busy machine): the run waits for it to show again before typing, so the
+    probe, checking the run's way, waits too instead of calling it missing."""
+    with ChatLab(LabScenario(input_hidden_ms=(60, 2500))) as lab:
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--send", "hello again", "--out", str(tmp_path))
+        received = list(lab.received)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert received == [probe_message("hello again")]
+
+
+def test_the_wait_for_a_hidden_input_is_said():
+    said = ProbeReport(profile="lab", url="http://127.0.0.1:9/", input_waited_s=2.46).render()
+    assert "the input was hidden just after the chat opened: waited 2.5 s for it to show again" in said

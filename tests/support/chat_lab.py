@@ -83,6 +83,8 @@ class LabScenario(BaseModel):
     user_echo_delay_ms: int = 0  # before our own bubble shows up
     text_span: bool = False  # each bubble's text in a `span.text` inside it (markers stay on the bubble)
     cover_send_ms: int = 0  # a banner lies over the send button this long after the page loads
+    input_hidden_ms: tuple[int, int] = (0, 0)  # (at, for): this long after the page loads, the input is hidden a
+    # while, as an app suspends its chat area while the rest of it loads (Chainlit's start-up on a busy machine)
     send_enabled_after_ms: int = 0  # the send button is disabled this long after each edit of the input
     wipe_first_typing: bool = False  # an app finishing its start-up (Chainlit): in each page loaded, the send button
     # stays disabled and the first typing is cleared away; it is disabled whenever the input is empty
@@ -439,6 +441,10 @@ _HTML = r"""<!doctype html>
     const cover = $("cover");
     cover.hidden = false;
     setTimeout(() => { cover.hidden = true; }, cfg.cover_send_ms);
+  }
+  if (cfg.input_hidden_ms[1]) {
+    const [at, lasting] = cfg.input_hidden_ms;
+    setTimeout(() => { box.style.display = "none"; setTimeout(() => { box.style.display = ""; }, lasting); }, at);
   }
   if (cfg.send_enabled_after_ms && sendBtn) {
     let timer = null;
