@@ -86,7 +86,7 @@ _ALERTS_JS = in_page("""() => Q.all("[role=alert]").filter((e) => e.checkVisibil
 # its place for a frame, as Playwright's own check wants. Frames have their own coordinates: null.
 # Inside a shadow root the hit test asks that root, which answers with its own element, not the host.
 _CLICK_POINT_JS = in_page("""async (el) => {
-  if (el.disabled || el.getAttribute("aria-disabled") === "true") return "disabled";
+  if (el.matches(":disabled") || el.closest('[aria-disabled="true"]')) return "disabled";  // as Playwright's check
   if (window !== window.top) return null;
   const r0 = el.getBoundingClientRect();
   if (r0.top < 0 || r0.left < 0 || r0.bottom > innerHeight || r0.right > innerWidth) el.scrollIntoView({block: "nearest"});
@@ -598,7 +598,7 @@ class PlaywrightDriver(ChatDriver):
                 await bounded(self._page().mouse.click(point["x"], point["y"]), left + PAGE_GRACE_S, "pressing send")
                 return
             await self._wait_clickable(button, typed, deadline - time.monotonic())
-            if point is None:
+            if point is None or time.monotonic() >= deadline:  # or our look and Playwright's disagree to the end
                 await journal.submitting()
                 await button.click(timeout=max(deadline - time.monotonic(), 0.05) * 1000)
                 return
