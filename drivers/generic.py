@@ -82,8 +82,9 @@ _ALERTS_JS = in_page("""() => Q.all("[role=alert]").filter((e) => e.checkVisibil
 
 
 # The centre of the send button if a click there lands on it (enabled, not covered, not moving),
-# scrolled into view first; "disabled" for a disabled one; else null. An element that an animation or transition moves must keep
-# its place for a frame, as Playwright's own check wants. Frames have their own coordinates: null.
+# scrolled into view first; "disabled" for a disabled one; else null. An element that an animation
+# or transition moves must keep its place for a frame, as Playwright's own check wants. Frames have
+# their own coordinates: null.
 # Inside a shadow root the hit test asks that root, which answers with its own element, not the host.
 _CLICK_POINT_JS = in_page("""async (el) => {
   if (el.matches(":disabled") || el.closest('[aria-disabled="true"]')) return "disabled";  // as Playwright's check
