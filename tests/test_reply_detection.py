@@ -13,23 +13,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from drivers.base import InputCleared, ReplyTimeout, SelectorError, SendJournal
+from drivers.base import InputCleared, ReplyTimeout, SelectorError
 from drivers.generic import PlaywrightDriver
 from tests.support.chat_lab import ChatLab, LabScenario
+from tests.test_faults_driver import Counting
 
 
 @pytest.fixture
 def lab() -> Iterator[ChatLab]:
     with ChatLab() as lab:
         yield lab
-
-
-class _Pressed(SendJournal):
-    def __init__(self) -> None:
-        self.pressed = 0
-
-    async def submitting(self) -> None:
-        self.pressed += 1
 
 
 def signal_is(signal: str, *parts: str) -> bool:
@@ -251,7 +244,7 @@ def test_an_input_cleared_just_after_send_became_clickable_is_input_cleared_not_
     """Nothing was pressed, nothing sent: the driver says so at once (the run types it again) instead
     of waiting out send_timeout_s on a button the page will not enable for an empty input."""
     lab.scenario = LabScenario(send_enabled_after_ms=300, done="attr")
-    journal = _Pressed()
+    journal = Counting()
 
     async def go() -> tuple[float, list[str]]:
         driver = _ClearedOnceClickable(lab.profile(send_timeout_s=8), await harness.browser.new_context(),
@@ -270,7 +263,7 @@ def test_an_input_cleared_just_after_send_became_clickable_is_input_cleared_not_
     waited, bubbles = harness.run(go())
     assert lab.received == ["typed before the remount"]
     assert bubbles == ["echo: typed before the remount"]
-    assert journal.pressed == 1  # the press that did not happen is not counted as typed
+    assert journal.typed == 1  # the press that did not happen is not counted as typed
     assert waited < 8  # told at the first look at the empty input, not at the end of send_timeout_s
 
 
