@@ -52,13 +52,13 @@ def fit_problems(bench: Benchmark, compaction: CompactionConfig, setting: Proble
             problems.append(Problem(phase.chapter, phase.line, _over(
                 f"phase '{phase.title}' is too big to fit: entering it", brief, fixed, note, ceiling, "split the phase")))
     if bench.phases:
-        opening = message_tokens(counter, PersonaMessage(role="user", content=opening_message(
-            bench, state, phase_brief(bench, bench.phases[0]))))
-    if bench.phases and fixed + opening >= ceiling:
         first = bench.phases[0]
-        problems.append(Problem(first.chapter, first.line, _over(
-            "the opening message (the profile, the fact files, the first phase)", opening, fixed, 0, ceiling,
-            "shorten the profile or the first phase")))
+        opening = message_tokens(counter, PersonaMessage(role="user", content=opening_message(
+            bench, state, phase_brief(bench, first))))
+        if fixed + opening >= ceiling:
+            problems.append(Problem(first.chapter, first.line, _over(
+                "the opening message (the profile, the fact files, the first phase)", opening, fixed, 0, ceiling,
+                "shorten the profile or the first phase")))
     for name, ff in bench.fact_files.items():
         if name == bench.profile.name:
             continue
