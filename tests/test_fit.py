@@ -53,6 +53,18 @@ def test_a_phase_too_big_to_fit_is_an_error_at_its_line(write_bench):
     assert fit_problems(load_benchmark(bench), CompactionConfig()) == []
 
 
+def test_a_first_phase_too_big_for_the_opening_message_is_an_error_at_its_line(write_bench):
+    chapter = TINY["chapter1.md"].replace("Tell the facts from pets.\n", "Tell the facts from pets. " * 900 + "\n")
+    bench = write_bench({**TINY, "chapter1.md": chapter})
+    problems = fit_problems(load_benchmark(bench), CompactionConfig(**SMALL))
+    # The '## Start' line; and pets.md, told in that phase, whose reading there comes beside a compaction's
+    # note that repeats the phase's brief.
+    assert [(p.file.rsplit("/", 1)[-1], p.line) for p in problems] == [("chapter1.md", 1), ("pets.md", 1)], problems
+    assert problems[0].message.startswith("the opening message (the profile, the fact files, the first phase) takes ")
+    assert "shorten the profile or the first phase" in problems[0].message
+    assert fit_problems(load_benchmark(bench), CompactionConfig()) == []
+
+
 def test_compaction_settings_that_leave_no_room_are_an_error_at_the_config(write_bench, write_config):
     bench = write_bench(TINY)
     config = write_config([{"id": "t", "benchmark": str(bench), "agent": {"driver": "oracle"}}],
