@@ -25,22 +25,45 @@ def storable(text: str) -> tuple[str, int]:
     return text, fixed + controls
 
 
+ActivityKind = Literal["tool", "thought", "status"]
+
+
+@dataclass
+class Activity:
+    """Work the agent showed in the chat while answering, which is not its answer: a tool call or its
+    result (`tool`), reasoning (`thought`), a status line such as "Searching memory…" (`status`).
+    `title` is its heading as shown (a summary, a toggle's label; else its first line), `text` all it
+    holds as the page has it (a collapsed body included when the page keeps it in the DOM)."""
+
+    kind: ActivityKind
+    title: str
+    text: str
+
+
 @dataclass
 class Reply:
-    """The agent's answer to one message: one or more bubbles, complete. Whatever a driver scraped is
-    made `storable` here, at the boundary; `repaired` counts the characters replaced."""
+    """The agent's answer to one message: one or more bubbles, complete, each with the agent's work
+    (tool cards, thoughts, status lines) taken out into `activity`. Whatever a driver scraped is made
+    `storable` here, at the boundary; `repaired` counts the characters replaced."""
 
     bubbles: list[str]
     signal: str = ""  # which completion signals fired, e.g. "busy-gone+done+stable(150ms)" (see reply_watch)
     seconds: float = 0.0  # from send to complete
     notices: list[str] = field(default_factory=list)  # UI notices seen meanwhile (e.g. "context compacted")
     watch_ms: float = 0.0  # time the page spent judging this reply: the watch's own cost (bench/)
+    activity: list[Activity] = field(default_factory=list)  # the turn's work, in the order shown; never the answer
     repaired: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         bubbles, notices = [storable(b) for b in self.bubbles], [storable(n) for n in self.notices]
         self.bubbles, self.notices = [b for b, _ in bubbles], [n for n, _ in notices]
         self.repaired = sum(n for _, n in bubbles + notices)
+        kept = []
+        for a in self.activity:
+            (title, t), (text, x) = storable(a.title), storable(a.text)
+            kept.append(Activity(kind=a.kind, title=title, text=text))
+            self.repaired += t + x
+        self.activity = kept
 
     @property
     def text(self) -> str:

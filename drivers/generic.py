@@ -51,7 +51,8 @@ log = logging.getLogger(__name__)
 
 _shots = itertools.count(1)
 # Matched with document.querySelectorAll inside the page (reply_watch), so plain CSS only.
-_CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "notice", "error")
+_CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "tool", "thought", "status",
+             "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 _HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
 _CLEARED_CHECK_S = 1.0  # while send is not clickable, whether what we typed is still in the input, this often

@@ -26,6 +26,13 @@ class Selectors(BaseModel):
     done: str | None = Field(None, description="Marks a finished reply: on its bubble (or the bubble's container) or after it")
     ignore: str | None = Field(None, description="Bubbles that are never replies: welcome, placeholders")
     strip: str | None = Field(None, description="Parts of a bubble that are not its text: timestamps, buttons")
+    tool: str | None = Field(None, description="The agent's work shown in the chat: a tool call or its result (a tool card, "
+                                               "a step). In a bubble or beside it, never the answer: kept as the turn's "
+                                               "activity")
+    thought: str | None = Field(None, description="The agent's reasoning shown in the chat ('Thought for 3 seconds', a "
+                                                  "thinking block): the turn's activity, never the answer")
+    status: str | None = Field(None, description="A status line of the agent's work ('Searching memory…'): the turn's "
+                                                 "activity, never the answer")
     notice: str | None = Field(None, description="UI notices about the agent itself, e.g. context compaction")
     new_chat: str | None = Field(None, description="Starts a new chat")
     new_chat_confirm: str | None = Field(None, description="Confirms the new chat dialog, if the UI asks")
@@ -52,6 +59,10 @@ class Completion(BaseModel):
         20, ge=0, strict=True, description="Nothing changed this long once the done marker is shown on the last bubble and busy is "
                         "gone: the UI itself says the reply is over, so this only lets a render queued with the "
                         "marker land (a frame at 60 Hz); any change restarts it")
+    activity_quiet_ms: int = Field(
+        5000, ge=0, strict=True, description="Nothing changed this long when the turn shows work (a tool card, a thought) "
+                          "after the last words of its answer and no busy marker speaks: the answer may go on once "
+                          "the tool is done")
     poll_ms: int = Field(40, gt=0, strict=True, description="Checks between DOM changes (the page is also checked on every change)")
     first_bubble_timeout_s: float = Field(120, gt=0, strict=True, description="No reply bubble at all after this: error")
     timeout_s: float = Field(600, gt=0, strict=True, description="Hard limit for a whole reply")
