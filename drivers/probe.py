@@ -41,6 +41,11 @@ _RESERVE_S = 3.0  # kept back from the budget for the last look at the page and 
 _LATER = {
     "assistant_message": "matches after a reply",
     "user_message": "matches after a message is sent",
+    "message": "matches once the chat has messages",
+    "author": "names the author of each message",
+    "tool": "shows while the agent works with a tool",
+    "thought": "shows while the agent reasons",
+    "status": "shows while the agent works",
     "busy": "shows while the agent works",
     "done": "shows on a finished reply",
     "ignore": "welcome and placeholder bubbles",
@@ -187,7 +192,9 @@ def required_keys(profile: Profile, *, after_send: bool) -> set[str]:
     chat or Clear button only once the chat has messages (Gradio): the round trip and New chat try those."""
     keys = {"input"}
     if after_send:
-        keys |= {"assistant_message"} | ({"user_message"} if profile.selectors.user_message else set())
+        sel = profile.selectors
+        keys |= {"message", "author"} if sel.by_author else \
+            {"assistant_message"} | ({"user_message"} if sel.user_message else set())
         if profile.new_session == "button":
             keys.add("new_chat")
     return keys
