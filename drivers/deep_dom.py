@@ -65,16 +65,20 @@ DEEP_DOM_JS = r"""(() => {
   }
 
   // Shadow roots grouped by the tree their host lives in, each group in tree order; rebuilt when a
-  // root came or went, or when a host that was not in the page (given its root before it was put
+  // root came or went, when a host left the page (a message removed by a new chat: its root must not
+  // be searched any more), or when a host that was not in the page (given its root before it was put
   // there) is in it now (a host moved elsewhere without either is not noticed until then).
-  let layout = null, layoutAt = -1, outside = [];
+  let layout = null, layoutAt = -1, outside = [], laidOut = [];
   function childRoots() {
     const version = hook.version + walks;
-    if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
+    if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected) &&
+        laidOut.every((r) => r.host.isConnected)) return layout;
     layout = new Map();
     outside = [];
+    laidOut = [];
     for (const r of roots) {
       if (!r.host.isConnected) { outside.push(r); continue; }
+      laidOut.push(r);
       const tree = r.host.getRootNode();
       if (!layout.has(tree)) layout.set(tree, []);
       layout.get(tree).push(r);

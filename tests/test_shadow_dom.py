@@ -188,3 +188,28 @@ def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it
             await page.close()
 
     assert harness.run(go()) == (0, 1)
+
+
+def test_a_root_whose_host_left_the_page_is_searched_no_more(harness, tmp_path):
+    """A new chat that empties the list in place (no new page, no new root) removes every message whose
+    text lived in its own shadow root: the reset check must see them gone (a discovered profile on such a
+    page failed its reset check with the old messages "still shown" for 15 s)."""
+    page_html = """<!doctype html><body><div id="log"></div><script>
+      for (const t of ["one", "two"]) document.getElementById("log").appendChild(document.createElement("x-m"))
+        .attachShadow({mode: "open"}).innerHTML = `<p class='m'>${t}</p>`;
+    </script></body>"""
+    count = in_page("(s) => Q.all(s).length")
+
+    async def go():
+        page = await harness.browser.new_page()
+        try:
+            await page.add_init_script(SHADOW_HOOK_JS)
+            (tmp_path / "page.html").write_text(page_html)
+            await page.goto((tmp_path / "page.html").as_uri())
+            before = await page.evaluate(count, ".m")
+            await page.evaluate("document.getElementById('log').replaceChildren()")
+            return before, await page.evaluate(count, ".m")
+        finally:
+            await page.close()
+
+    assert harness.run(go()) == (2, 0)
