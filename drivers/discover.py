@@ -64,9 +64,9 @@ NewContext = Callable[[], Awaitable[BrowserContext]]
 BUDGET_S = 60.0
 VERIFY_S = 25.0  # kept for the probe at the end
 POLL_S = 0.15
-QUIET_S = 2.0  # the reply counts as complete once unchanged this long (and no busy marker shows)
-QUIET_UNSURE_S = 6.0  # ... or this long whatever shows
+QUIET_S = 2.0  # the reply counts as complete once unchanged this long (and no busy sign shows)
 WORK_QUIET_S = 6.0  # a turn that shows the agent's work: a tool may run this long with nothing changing
+QUIET_BUSY_S = 20.0  # ... and while a busy sign that came with our message still shows, up to this long
 HISTORY_S = 8.0  # a reopened chat is looked at this long for our message
 STILL_S = 1.5  # a reopened chat still this long without our message has shown it does not keep it
 LAUNCHER_AFTER_S = 2.0  # a page with no text box this long after loading may hide its chat behind a launcher
@@ -340,8 +340,9 @@ class Discoverer:
 
     async def exchange(self, frame: Frame, input_id: int, input_sel: str, send: str | None, text: str) -> _Turn:
         """Send the one marked message (typed already) and wait for the reply to settle: unchanged a while with
-        no busy marker shown, longer whatever shows, and longer still once the agent shows its work (a tool
-        may run a while with nothing changing)."""
+        no busy sign shown (a stop control, the text box disabled, an "… is working" line), longer once the
+        agent shows its work (a tool may run a while with nothing changing), longer still while a busy sign
+        that came with our message shows."""
         await _call(frame, "arm", {"tag": self.tag, "input": input_id})
         box = frame.locator(input_sel).first
         if send:
@@ -377,8 +378,9 @@ class Discoverer:
                 if seen.work and last:
                     seen.longest_pause_s = max(seen.longest_pause_s, now - since)
                 last, since = state.get("reply"), now
-            quiet, needed = now - since, WORK_QUIET_S if seen.work else QUIET_S
-            if last and (quiet >= max(QUIET_UNSURE_S, needed) or (quiet >= needed and not state.get("busy"))):
+            quiet = now - since
+            needed = QUIET_BUSY_S if state.get("busy") else WORK_QUIET_S if seen.work else QUIET_S
+            if last and quiet >= needed:
                 if state.get("busy"):
                     self.say(f"the reply settled while {state['busy']}: taken as complete after {quiet:.0f} s unchanged")
                 return seen

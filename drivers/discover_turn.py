@@ -105,9 +105,10 @@ TURN_JS = r"""
     const busy = w.input && inputBusy(w.input);
     if (busy) w.inputBusy = busy;
   }
+  // A busy sign that came with our message (a Stop shown all along says nothing).
   function busyShown(w) {
-    if (Q.all(CLICKABLE).some((el) => visible(el) && STOP.test(name(el)))) return "a stop control";
-    if (w.input && inputBusy(w.input)) return "the text box disabled";
+    if (Q.all(CLICKABLE).some((el) => visible(el) && !w.shownBefore.has(el) && STOP.test(name(el)))) return "a stop control shows";
+    if (w.input && inputBusy(w.input)) return "the text box is disabled";
     for (const el of w.touched) {
       if (el.nodeType === 1 && el.isConnected && el.textContent.length <= 60 && !w.shownBefore.has(el) &&
           BUSY_TEXT.test(norm(el.textContent)) && visible(el)) {

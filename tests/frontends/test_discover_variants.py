@@ -1,7 +1,11 @@
 """`mmb discover` across many generated pages (slow set): every pair of values of frame, launcher, shadow
 roots, shared classes, busy marker and new-chat kind that a chat UI takes, each with class names from
-a fresh random seed (printed, to replay a failure), and the demo agent's own page; each discovered
-profile plays the tiny benchmark with nothing typed twice."""
+a fresh random seed (printed, to replay a failure), and the demo agent's own page; then the shapes of
+a turn: the agent's work before its answer (in its bubble or beside it, as <details>, toggles or
+labelled blocks, with or without a busy marker in a tool's pause), sides told only by their authors
+or by inline styles, newest-first lists, chats that forget on reload, class counters that change with
+each load. Each discovered profile plays the tiny benchmark with nothing typed twice and every reply
+read as the agent's answer."""
 
 from __future__ import annotations
 
@@ -23,6 +27,39 @@ SHAPES = [dict(zip(("frame", "launcher", "shadow", "shared_class"), combo, stric
     ("cross-origin", True, "none", True)]]
 STYLES = [{"busy": "stop", "labels": True}, {"busy": "dots", "labels": False, "send": "enter"},
           {"busy": "none", "labels": True, "new_chat": "storage"}]
+
+
+# The shapes of a turn (issues 31, 32, 36), each value met at least twice and mixed with the shapes above.
+# (A chat told apart by its authors that greets every new chat has welcome=None: the run's reset check counts
+# the welcome among the messages that should be gone.)
+TOOL = {"work": ["tool"], "work_ms": 2500}
+TURN_SHAPES = {
+    "tool details in the bubble, nothing busy": dict(TOOL, work_place="in-bubble", work_form="details", work_busy=False,
+                                                     busy="none"),
+    "status, tool, thought toggles beside, dots gone in the pause, newest first": dict(
+        work=["status", "tool", "thought"], work_ms=3000, work_place="beside", work_form="toggle", work_busy=False,
+        busy="dots", newest_first=True),
+    "labelled thought and tool beside, a working row, counters": dict(
+        work=["thought", "tool"], work_ms=2500, work_place="beside", work_form="labelled", busy="working", counters=True),
+    "status and tool toggles in the bubble, input disabled, sides by style": dict(
+        work=["status", "tool"], work_ms=2000, work_place="in-bubble", work_form="toggle", busy="input", sides="style"),
+    "authors by name, counters, same-origin widget": dict(sides="name", welcome=None, counters=True, frame="same-origin"),
+    "authors once per group in nested roots, a tool beside": dict(TOOL, sides="name-once", shadow="nested", welcome=None,
+                                                                  busy="working", work_place="beside", work_busy=False),
+    "avatars, input disabled, newest first, forgets on reload": dict(sides="avatar", welcome=None, busy="input",
+                                                                      newest_first=True, forgets_on_reload=True),
+    "style sides in nested roots, newest first, counters, bare": dict(sides="style", shadow="nested", newest_first=True,
+                                                                      counters=True, labels=False),
+    "forgets on reload, counters, cross-origin widget behind a launcher": dict(
+        forgets_on_reload=True, counters=True, labels=False, frame="cross-origin", launcher=True),
+    "newest first, one class, a working row, forgets on reload": dict(newest_first=True, shared_class=True,
+                                                                       busy="working", forgets_on_reload=True),
+}
+
+
+@pytest.mark.parametrize("shape", list(TURN_SHAPES))
+def test_discovery_on_a_generated_turn(shape, tmp_path, write_bench):
+    discover_and_play(Variant(seed=random.randrange(1_000_000), **TURN_SHAPES[shape]), tmp_path, write_bench)
 
 
 # Pages a random seed once failed on, kept: every class telling the sides apart ended in a digit (xnmpuk0),
