@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from drivers.deep_dom import SHADOW_HOOK_JS, in_page
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.variant_lab import Variant
 from tests.test_discover import discover, play_discovered
@@ -44,6 +45,7 @@ TURN_SHAPES = {
     "status and tool toggles in the bubble, input disabled, sides by style": dict(
         work=["status", "tool"], work_ms=2000, work_place="in-bubble", work_form="toggle", busy="input", sides="style"),
     "authors by name, counters, same-origin widget": dict(sides="name", welcome=None, counters=True, frame="same-origin"),
+    "authors once per group, a working row of the rows' own class": dict(sides="name-once", welcome=None, busy="working"),
     "authors once per group in nested roots, a tool beside": dict(TOOL, sides="name-once", shadow="nested", welcome=None,
                                                                   busy="working", work_place="beside", work_busy=False),
     "avatars, input disabled, newest first, forgets on reload": dict(sides="avatar", welcome=None, busy="input",
@@ -58,36 +60,62 @@ TURN_SHAPES = {
 
 
 @pytest.mark.parametrize("shape", list(TURN_SHAPES))
-def test_discovery_on_a_generated_turn(shape, tmp_path, write_bench):
-    discover_and_play(Variant(seed=random.randrange(1_000_000), **TURN_SHAPES[shape]), tmp_path, write_bench)
+def test_discovery_on_a_generated_turn(shape, tmp_path, write_bench, harness):
+    discover_and_play(Variant(seed=random.randrange(1_000_000), **TURN_SHAPES[shape]), tmp_path, write_bench, harness)
 
 
 # Pages a random seed once failed on, kept: every class telling the sides apart ended in a digit (xnmpuk0),
-# which discovery took for an identity (row3).
-MET = {"names ending in digits": Variant(seed=484160, busy="none", new_chat="storage")}
+# which discovery took for an identity (row3); the bubbles' selector took the rows' class, which the
+# "… is working" row shares, so the run read that row as our message.
+MET = {"names ending in digits": Variant(seed=484160, busy="none", new_chat="storage"),
+       "a working row of the rows' class": Variant(seed=302, sides="name-once", busy="working", welcome=None)}
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "-".join(str(v) for v in s.values()))
-def test_discovery_on_a_generated_page(shape, tmp_path, write_bench):
+def test_discovery_on_a_generated_page(shape, tmp_path, write_bench, harness):
     seed = random.randrange(1_000_000)
     style = STYLES[seed % len(STYLES)]
-    discover_and_play(Variant(seed=seed, **shape, **style), tmp_path, write_bench)
+    discover_and_play(Variant(seed=seed, **shape, **style), tmp_path, write_bench, harness)
 
 
 @pytest.mark.parametrize("page", list(MET))
-def test_discovery_on_a_page_a_seed_once_failed_on(page, tmp_path, write_bench):
-    discover_and_play(MET[page], tmp_path, write_bench)
+def test_discovery_on_a_page_a_seed_once_failed_on(page, tmp_path, write_bench, harness):
+    discover_and_play(MET[page], tmp_path, write_bench, harness)
 
 
-def discover_and_play(v: Variant, tmp_path, write_bench) -> None:
+def discover_and_play(v: Variant, tmp_path, write_bench, harness) -> None:
     print(f"\nvariant: {v.model_dump()}")  # to replay: Variant(**that)
     with ChatLab(LabScenario(variant=v, chunk_ms=10)) as lab:
         done, agent = discover(lab.url + "/", tmp_path)
         print(done.stderr.splitlines()[-1] if done.stderr else "", agent)
         assert done.returncode == 0, done.stderr
+        if v.busy in ("working", "dots") and v.frame == "none" and "busy" in agent["selectors"]:
+            assert bubbles_matching_busy(harness, lab.url + "/", agent["selectors"]) == 0, agent
         received, state = play_discovered(lab, agent, tmp_path, write_bench)
     assert len(received) == state.turn == state.sends.typed and len(set(received)) == len(received), received
     assert state.sends.resent == [] and len(state.sessions) == 2
+
+
+def bubbles_matching_busy(harness, url: str, selectors: dict[str, str]) -> int:
+    """While the busy marker shows (a row of the list), how many bubble selectors match it: a run would read
+    that row as a bubble (ours, where the author is named once per group)."""
+    bubbles = [selectors[k] for k in ("message", "assistant_message", "user_message") if k in selectors]
+    matching = in_page("([busy, bubbles]) => Q.all(busy).filter((b) => bubbles.some((s) => b.matches(s))).length")
+
+    async def go() -> int:
+        context = await harness.browser.new_context()
+        try:
+            page = await context.new_page()
+            await page.add_init_script(SHADOW_HOOK_JS)
+            await page.goto(url)
+            await page.locator(selectors["input"]).fill("hello")
+            await page.locator(selectors["input"]).press("Enter")
+            await page.locator(selectors["busy"]).first.wait_for(state="visible", timeout=10_000)
+            return await page.evaluate(matching, [selectors["busy"], bubbles])
+        finally:
+            await context.close()
+
+    return harness.run(go())
 
 
 def test_discovery_on_the_demo_agents_page(tmp_path, write_bench):
