@@ -177,11 +177,16 @@ TURN_JS = r"""
     const answerText = outside(blocks).map(ownText).join(" ");
     let lines = [];
     const row = rowOf(list, mine);
+    // A block of work gone from the page with none like it left (not redrawn: a "Searching memory…" card
+    // removed once the answer began) was a status line too.
+    const look = (el) => el.tagName + "." + [...el.classList].sort().join(".");
     for (const [el, line] of w.timeline) {
       const where = w.where.get(el);
-      if (!line.on.length || !where || !where.after || !where.chain.includes(list) || where.chain.includes(row) || insideWorkish(el, list) ||
+      if (!line.on.length || !where || !where.after || !where.chain.includes(list) || where.chain.includes(row) ||
           blocks.some((b) => Q.contains(b, el))) continue;
       const gone = !(el.isConnected && visible(el));
+      const passing = gone && workish(el) && !blocks.some((b) => look(b) === look(el)) && !insideWorkish(el.parentElement, list);
+      if (!passing && insideWorkish(el, list)) continue;
       const t = deepText(el);
       if (!statusText(t) || !statusLike(el, t) || answerText.includes(t.replace(/(…|\.\.\.)$/, ""))) continue;
       if (!gone && (!el.matches("[role=status], [aria-live]") || holders.some((h) => Q.contains(el, h) && answerText.includes(ownText(h))))) continue;
