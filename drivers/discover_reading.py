@@ -54,8 +54,11 @@ def sides(turn: dict[str, Any]) -> Reading:
     assistant, user, authors = turn["assistant"], turn["user"], turn.get("authors")
     if assistant["ok"] and user["ok"]:
         out.selectors["assistant_message"], out.selectors["user_message"] = assistant["ok"][0], user["ok"][0]
-        out.findings += [_found("assistant_message", assistant["ok"][0], f"{turn['rows']} reply row(s)", _rejected(assistant["rejected"])),
-                         _found("user_message", user["ok"][0], "holds our message", _rejected(user["rejected"]))]
+        styled = ("; told by an inline style: no class, role or attribute tells the sides apart"
+                  if "[style*=" in assistant["ok"][0] + user["ok"][0] else "")
+        out.findings += [_found("assistant_message", assistant["ok"][0], f"{turn['rows']} reply row(s){styled}",
+                                _rejected(assistant["rejected"])),
+                         _found("user_message", user["ok"][0], f"holds our message{styled}", _rejected(user["rejected"]))]
         return out
     found = authors and authors.get("found")
     if found:

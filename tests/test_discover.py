@@ -111,6 +111,7 @@ def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, t
         assert selectors["assistant_message"] != selectors["user_message"]
     if v.sides == "style":
         assert "[style*=" in selectors["assistant_message"] + selectors["user_message"], agent
+        assert "told by an inline style: no class, role or attribute tells the sides apart" in done.stderr
     if v.counters:  # no class with its number, no nameless counter (jss12): stable prefixes instead
         assert not re.search(r"\.[\w-]*\d\b|jss\d", " ".join(selectors.values())), agent
         assert "take the stable prefix of a class whose number changes" in done.stderr
