@@ -163,14 +163,9 @@ def test_the_page_html_keeps_open_shadow_roots_inline(harness):
     assert json.dumps(html)  # plain text, for the failure files
 
 
-def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it_is(harness, tmp_path):
-    """Web components attach their root in the constructor, before the element is put in the page: the
-    query helper must see into it once it is there (a discovered profile was marked SPLIT without this)."""
-    page_html = """<!doctype html><body><script>
-      window.later = () => { const h = document.createElement("x-m"); h.attachShadow({mode: "open"}).innerHTML =
-        "<p class='m'>in the root</p>"; window.pending = h; };
-      window.place = () => document.body.append(window.pending);
-    </script></body>"""
+def matches_around(harness, tmp_path, page_html: str, change: str, setup: str = "") -> tuple[int, int]:
+    """The matches of `.m` on a page opened as every driver page is (the hook first), after `setup` and
+    then after `change` (scripts run in the page)."""
     count = in_page("(s) => Q.all(s).length")
 
     async def go():
@@ -180,14 +175,27 @@ def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it
             (tmp_path / "page.html").write_text(page_html)
             await page.goto((tmp_path / "page.html").as_uri())
             assert await page.evaluate("!!window.__mmbShadowRoots")  # the hook, as every driver page has it
-            await page.evaluate("later()")  # the root exists, its host is not in the page
+            if setup:
+                await page.evaluate(setup)
             before = await page.evaluate(count, ".m")
-            await page.evaluate("place()")
+            await page.evaluate(change)
             return before, await page.evaluate(count, ".m")
         finally:
             await page.close()
 
-    assert harness.run(go()) == (0, 1)
+    return harness.run(go())
+
+
+def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it_is(harness, tmp_path):
+    """Web components attach their root in the constructor, before the element is put in the page: the
+    query helper must see into it once it is there (a discovered profile was marked SPLIT without this)."""
+    page_html = """<!doctype html><body><script>
+      window.later = () => { const h = document.createElement("x-m"); h.attachShadow({mode: "open"}).innerHTML =
+        "<p class='m'>in the root</p>"; window.pending = h; };
+      window.place = () => document.body.append(window.pending);
+    </script></body>"""
+    # the root exists, its host is not in the page; then it is
+    assert matches_around(harness, tmp_path, page_html, "place()", setup="later()") == (0, 1)
 
 
 def test_a_root_whose_host_left_the_page_is_searched_no_more(harness, tmp_path):
@@ -198,18 +206,4 @@ def test_a_root_whose_host_left_the_page_is_searched_no_more(harness, tmp_path):
       for (const t of ["one", "two"]) document.getElementById("log").appendChild(document.createElement("x-m"))
         .attachShadow({mode: "open"}).innerHTML = `<p class='m'>${t}</p>`;
     </script></body>"""
-    count = in_page("(s) => Q.all(s).length")
-
-    async def go():
-        page = await harness.browser.new_page()
-        try:
-            await page.add_init_script(SHADOW_HOOK_JS)
-            (tmp_path / "page.html").write_text(page_html)
-            await page.goto((tmp_path / "page.html").as_uri())
-            before = await page.evaluate(count, ".m")
-            await page.evaluate("document.getElementById('log').replaceChildren()")
-            return before, await page.evaluate(count, ".m")
-        finally:
-            await page.close()
-
-    assert harness.run(go()) == (2, 0)
+    assert matches_around(harness, tmp_path, page_html, "document.getElementById('log').replaceChildren()") == (2, 0)
