@@ -253,7 +253,8 @@ _APP_JS = r"""
       const host = el(n.msgtag, "", v.sides === "markup" ? {author: author_} : {});
       const inner = host.attachShadow({mode: "open"});
       const cls = v.sides !== "markup" || v.shared_class ? "message" : `message ${author_}`;
-      const look = v.sides === "style" ? {style: styled[role === "me" ? 0 : 1].bubble} : {};
+      const side = styled[role === "me" ? 0 : 1];
+      const look = v.sides === "style" ? {style: side.bubble || side.row} : {};  // (a row's own style goes on the bubble)
       const body = el("div", cls, {...(v.sides === "markup" ? {"data-from": author_} : {}), ...look});
       if (who) body.append(who);
       const textEl = el("div", "text", {}, text);
