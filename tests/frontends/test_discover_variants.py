@@ -13,7 +13,8 @@ import random
 
 import pytest
 
-from drivers.deep_dom import SHADOW_HOOK_JS, in_page
+from drivers.deep_dom import in_page
+from drivers.profile import profile_from_dict
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.variant_lab import Variant
 from tests.test_discover import discover, play_discovered
@@ -90,32 +91,39 @@ def discover_and_play(v: Variant, tmp_path, write_bench, harness) -> None:
         print(done.stderr.splitlines()[-1] if done.stderr else "", agent)
         assert done.returncode == 0, done.stderr
         if v.busy in ("working", "dots") and v.frame == "none" and "busy" in agent["selectors"]:
-            assert bubbles_matching_busy(harness, lab.url + "/", agent["selectors"]) == 0, agent
+            assert bubbles_matching_busy(harness, agent, tmp_path) == 0, agent
         received, state = play_discovered(lab, agent, tmp_path, write_bench)
     assert len(received) == state.turn == state.sends.typed and len(set(received)) == len(received), received
     assert state.sends.resent == [] and len(state.sessions) == 2
 
 
-def bubbles_matching_busy(harness, url: str, selectors: dict[str, str]) -> int:
-    """While the busy marker shows (a row of the list), how many bubble selectors match it: a run would read
-    that row as a bubble (ours, where the author is named once per group)."""
+# Watches every change of the page: how often a busy element was there, and how often a bubble selector matched one.
+WATCH_BUSY = in_page("""([busy, bubbles]) => {
+  const seen = (window.__busyWatch = {busy: 0, bubble: 0});
+  Q.observe(() => { for (const b of Q.all(busy)) { seen.busy++; if (bubbles.some((s) => b.matches(s))) seen.bubble++; } });
+}""")
+
+
+def bubbles_matching_busy(harness, agent: dict, tmp_path) -> int:
+    """While the busy marker is in the page (a row of the list, maybe for a few milliseconds), how often a
+    bubble selector matched it: a run would read that row as a bubble (ours, where the author is named once
+    per group). The chat is opened and the message sent the run's way; every change of the page is looked at."""
+    selectors = agent["selectors"]
     bubbles = [selectors[k] for k in ("message", "assistant_message", "user_message") if k in selectors]
-    matching = in_page("([busy, bubbles]) => Q.all(busy).filter((b) => bubbles.some((s) => b.matches(s))).length")
+    profile = profile_from_dict({"name": "discovered", "url": agent["url"], "selectors": selectors, **agent.get("options", {})})
 
-    async def go() -> int:
-        context = await harness.browser.new_context()
+    async def go() -> dict[str, int]:
+        driver = await harness.driver(profile, tmp_path)
         try:
-            page = await context.new_page()
-            await page.add_init_script(SHADOW_HOOK_JS)
-            await page.goto(url)
-            await page.locator(selectors["input"]).fill("hello")
-            await page.locator(selectors["input"]).press("Enter")
-            await page.locator(selectors["busy"]).first.wait_for(state="visible", timeout=10_000)
-            return await page.evaluate(matching, [selectors["busy"], bubbles])
+            await driver.page.evaluate(WATCH_BUSY, [selectors["busy"], bubbles])
+            await driver.send("hello")
+            return await driver.page.evaluate("window.__busyWatch")
         finally:
-            await context.close()
+            await driver.close()
 
-    return harness.run(go())
+    seen = harness.run(go())
+    assert seen["busy"], f"the busy marker {selectors['busy']!r} never showed"
+    return seen["bubble"]
 
 
 def test_discovery_on_the_demo_agents_page(tmp_path, write_bench):
