@@ -36,8 +36,15 @@ PROFILE = Profile(
         send=None,  # Enter sends (aria-keyshortcuts="Enter"); Shift+Enter breaks a line
         assistant_message=f"{PANE} .chat-group.assistant .chat-bubble .chat-text",
         user_message=f"{PANE} .chat-group.user .chat-bubble .chat-text",
-        busy=f"{PANE} .chat-reading-indicator, {PANE} .chat-working-indicator, {PANE} .chat-bubble.streaming",
+        busy=f"{PANE} .chat-reading-indicator, {PANE} .chat-working-indicator, {PANE} .chat-bubble.streaming, "
+             f"{PANE} .chat-tool-row--running",
         done=f"{PANE} .chat-turn-recap",
+        # A finished turn's tools fold into one activity group ("1 read · 1 write"), the rows mounted only
+        # when it is opened; while the turn runs, the live rows stand alone ("Read 2026-12-06.md").
+        tool=f"{PANE} .chat-activity-group, {PANE} .chat-tools-inline:not(.chat-activity-group .chat-tools-inline)",
+        thought=f"{PANE} .chat-thinking",
+        status=f"{PANE} .chat-working-indicator__status",  # "Waiting for a response… 16s", "Working… 3s"
+        notice=f"{PANE} .chat-divider:has(.chat-compaction__glyph)",  # "Context compacted" in the thread
         new_chat="a.sidebar-new-session, a.sidebar-brand__new-thread",
     ),
     # A local agent turn takes seconds to minutes (tools, workspace context): be patient.

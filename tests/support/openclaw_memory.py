@@ -1,0 +1,175 @@
+"""A deterministic agent LLM that keeps what it is told in OpenClaw's memory files, through OpenClaw's tools.
+
+Behind OpenClaw's gateway (or any OpenClaw channel: the web chat, Matrix...) this responder plays the
+model of a memory-keeping agent with the tools OpenClaw itself offers it:
+
+- a statement: `read` the day's memory note (memory/YYYY-MM-DD.md in the workspace, the date the
+  system prompt gives), `write` it back with the statement appended as one line, then acknowledge;
+- a question: `memory_search` (a deferred tool, so through OpenClaw's `tool_call` wrapper), then
+  answer from the search result alone: the chat history is never read for an answer, so a new
+  session answers from the memory files and a fact that was never written is never found;
+- OpenClaw's own housekeeping: the pre-compaction memory flush is answered `NO_REPLY` (the facts
+  are on disk already), a compaction summary request gets a summary of the user's words.
+
+`unwritten` makes it forget on purpose: a statement matching one of these regexes is acknowledged
+and not written, so a test knows which checks the memory cannot hold (a fact never stored, or a
+correction lost, leaving the old value: stale).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from demo_agent.text import is_question, is_search_request
+from persona.tokens import TokenCounter
+from tests.support.chat_model import ACK, PREFIX, SEARCHED_UNKNOWN, UNKNOWN, recall, text_of
+from tests.support.node_frontends import person_said
+from tests.support.quirk_server import Refused
+
+SEARCH_TOOL = "memory_search"
+NOT_FOUND = "Optional file not found"  # what `read` with optional=true says of a missing file
+_COUNTER = TokenCounter("o200k_base")
+_DATE = re.compile(r"Current date: (\d{4}-\d{2}-\d{2})")
+
+
+@dataclass
+class ToolUse:
+    """One tool call the model made, as OpenClaw ran it."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class OpenClawMemoryModel:
+    """The responder for QuirkServer (see the module's docstring)."""
+
+    unwritten: tuple[str, ...] = ()
+    context_tokens: int | None = None  # a request longer than this is refused as vLLM refuses it
+    think_s: float = 0.0
+    answers: list[str] = field(default_factory=list)  # every final answer, in order
+    tool_uses: list[ToolUse] = field(default_factory=list)  # every tool call, in order
+    requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    overflows: int = 0  # requests refused for their length
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.context_tokens is not None:
+            used = _COUNTER.count(json.dumps(messages, ensure_ascii=False) + json.dumps(tools, ensure_ascii=False))
+            if used > self.context_tokens:
+                with self._lock:
+                    self.overflows += 1
+                raise Refused(400, f"This model's maximum context length is {self.context_tokens} tokens. However, your "
+                                   f"request has {used} input tokens. Please reduce the length of the input messages.")
+        answer = self.respond(messages, tools)
+        with self._lock:
+            self.requests.append(messages)
+            if answer.get("tool_calls"):
+                self.tool_uses += [ToolUse(c["name"], json.loads(c["arguments"])) for c in answer["tool_calls"]]
+            elif answer.get("content"):
+                self.answers.append(answer["content"])
+        if self.think_s:
+            time.sleep(self.think_s)
+        return answer
+
+    def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        said_at = _last_said(messages)
+        if said_at is None:
+            return {"content": "NO_REPLY"}
+        said = person_said(messages[said_at]["content"]) or ""
+        done = _tool_steps(messages[said_at + 1:])
+        if is_question(said) or is_search_request(said):
+            return self._recall(said, messages[:said_at], done)
+        return self._remember(said, memory_path(messages), done)
+
+    def _remember(self, said: str, path: str, done: list[tuple[str, str]]) -> dict[str, Any]:
+        if any(re.search(p, said, re.IGNORECASE) for p in self.unwritten):
+            return {"content": ACK}
+        names = [name for name, _ in done]
+        if "read" not in names:
+            return _call("read", {"path": path, "optional": True})
+        if "write" not in names:
+            old = _file_text(done[names.index("read")][1])
+            line = "- " + " ".join(said.split())
+            return _call("write", {"path": path, "content": (old.rstrip("\n") + "\n" if old.strip() else "") + line + "\n"})
+        return {"content": ACK}
+
+    def _recall(self, said: str, before: list[dict[str, Any]], done: list[tuple[str, str]]) -> dict[str, Any]:
+        searched = is_search_request(said)
+        question = said
+        if searched:
+            asked = [s for s in (person_said(m["content"]) for m in before if m.get("role") == "user") if s and is_question(s)]
+            if not asked:
+                return {"content": "What should I look for? Ask me the question first."}
+            question = asked[-1]
+        results = [result for name, result in done if name == "tool_call"]
+        if not results:
+            return _call("tool_call", {"id": SEARCH_TOOL, "args": {"query": question}})
+        found = recall(question, [line for line in _result_lines(results[-1]) if not is_question(line)])
+        if not found:
+            return {"content": SEARCHED_UNKNOWN if searched else UNKNOWN}
+        return {"content": PREFIX + " ".join(found)}
+
+
+def memory_path(messages: list[dict[str, Any]]) -> str:
+    """The day's memory note, relative to the workspace, for the date OpenClaw's system prompt gives."""
+    system = " ".join(text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    match = _DATE.search(system)
+    return f"memory/{match.group(1) if match else datetime.now(UTC).date().isoformat()}.md"
+
+
+def _last_said(messages: list[dict[str, Any]]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user" and person_said(messages[i].get("content")):
+            return i
+    return None
+
+
+def _tool_steps(after: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(tool name, result text) of each call made since the person spoke, in order."""
+    names = {c["id"]: c["function"]["name"] for m in after if m.get("role") == "assistant"
+             for c in m.get("tool_calls") or []}
+    return [(names.get(m.get("tool_call_id"), "?"), text_of(m.get("content"))) for m in after if m.get("role") == "tool"]
+
+
+def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"content": None, "tool_calls": [{"name": name, "arguments": json.dumps(arguments)}]}
+
+
+def _file_text(result: str) -> str:
+    """The file's text from a `read` result; empty when the file does not exist yet."""
+    return "" if result.startswith(NOT_FOUND) else result
+
+
+def _result_lines(result: str) -> list[str]:
+    """The lines of the memory snippets in a memory_search result (the search's JSON sits as text inside
+    tool_call's JSON), without bullet marks and the "Source: path#L1-L3" citations."""
+    snippets = [text for key, text in _strings(result) if key == "snippet"]
+    lines = (line.strip().lstrip("-*• ").strip() for text in snippets for line in text.splitlines())
+    return list(dict.fromkeys(line for line in lines if line and not line.startswith("Source: ")))  # chunks overlap
+
+
+def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """(key, text) of every string in a JSON value, strings that hold JSON themselves walked too."""
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value) if value.lstrip()[:1] in ("{", "[") else None
+        except ValueError:
+            inner = None
+        if inner is None:
+            yield key, value
+        else:
+            yield from _strings(inner, key)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, key)
