@@ -8,10 +8,9 @@ message, as Chainlit shows an agent's chain of thought."""
 import asyncio
 import os
 
+import agent_loop
 import chainlit as cl
 from openai import AsyncOpenAI, OpenAI
-
-import agent_loop
 
 client = AsyncOpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment
 MODEL = os.environ["MMB_TEST_MODEL"]

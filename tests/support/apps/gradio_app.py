@@ -7,10 +7,9 @@ the tool runs, then the answer, as Gradio's docs show an agent's work."""
 import os
 import time
 
+import agent_loop
 import gradio as gr
 from openai import OpenAI
-
-import agent_loop
 
 client = OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment
 MODEL = os.environ["MMB_TEST_MODEL"]

@@ -7,10 +7,9 @@ complete), then the answer; the history shows them again on every rerun, as chat
 
 import os
 
+import agent_loop
 import streamlit as st
 from openai import OpenAI
-
-import agent_loop
 
 client = OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment
 MODEL = os.environ["MMB_TEST_MODEL"]
