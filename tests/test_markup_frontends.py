@@ -68,3 +68,32 @@ def test_without_the_busy_marker_a_slow_stream_is_cut(harness, site, tmp_path) -
             await driver.close()
 
     assert harness.run(go()) in ("Got", "Got it:", "Got it: Our", "Got it: Our dog")
+
+
+@pytest.mark.parametrize("with_selectors", [True, False], ids=["profile", "no-work-selectors"])
+def test_librechat_an_agents_reasoning_and_tool_call_are_kept_apart_from_its_answer(harness, site, tmp_path,
+                                                                                      with_selectors) -> None:
+    """Reasoning and a memory search drawn in the message body before the answer: the reply is the answer,
+    the work its activity, and the wait outlasts the tool. Without the profile's work selectors (the
+    control) the work's labels are read as words of the answer."""
+    off = {} if with_selectors else {"tool": None, "thought": None}
+    profile = build_profile("librechat", off, {})
+
+    async def go():
+        context = await harness.browser.new_context()
+        await context.add_init_script(
+            "window.addEventListener('DOMContentLoaded', () => { window.mmbModel.config.toolMs = 1500; })")
+        driver = PlaywrightDriver(profile, context, base_url=site + "librechat.html", artifacts=tmp_path)
+        try:
+            await driver.open(None)
+            return await driver.send("Our dog is called Biscuit.")
+        finally:
+            await driver.close()
+
+    reply = harness.run(go())
+    if not with_selectors:
+        assert "Thoughts" in reply.text and "Ran memory_search" in reply.text
+        return
+    assert reply.text == "Got it: Our dog is called Biscuit."
+    assert [(a.kind, a.title) for a in reply.activity] == [("thought", "Thoughts"), ("tool", "Ran memory_search")]
+    assert reply.seconds >= 1.5
