@@ -17,7 +17,6 @@ agent's.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from tests.support.quirk_server import QuirkServer
 from tests.support.widgets.agent import SessionAgent
 from tests.support.widgets.packages import assistant_ui_bundle
 from tests.support.widgets.server import WidgetServer
+from tests.support.widgets.specs import WIDGETS
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
 
@@ -83,13 +83,13 @@ async def _one_turn(harness, driver_name: str, url: str, artifacts: Path) -> Rep
         await driver.close()
 
 
-def _assert_answer_apart_from_work(reply: Reply, answer: str, kinds: frozenset[str]) -> None:
+def _assert_answer_apart_from_work(reply: Reply, answer: str, kinds: frozenset[str], tool_shown: bool = True) -> None:
     """The reply is the answer; the work is its activity, never in its text; the wait outlasted the tool."""
     shown = [(a.kind, a.title, a.text[:120]) for a in reply.activity]
     print(f"\n  reply {reply.text!r} after {reply.seconds:.1f} s ({reply.signal})\n  activity {shown}")
     assert " ".join(reply.text.split()) == answer, shown
     assert {a.kind for a in reply.activity} == kinds, shown
-    assert any("memory_search" in a.title + a.text for a in reply.activity), shown
+    assert tool_shown == any("memory_search" in a.title + a.text for a in reply.activity), shown
     assert not any(w in reply.text for w in ("memory_search", REASONING[:20], "Used tool", "Thinking", "Thought"))
     assert reply.seconds >= TOOL_PAUSE_S, "the reply came before the memory search could have ended"
 
@@ -125,24 +125,45 @@ def test_an_agent_at_work_plays_through_the_real_frontend(case: AgentCase, tmp_p
     print(f"  {case.frontend.name} {installed.versions}: {turns} turns with tool use in {played:.0f} s")
 
 
-@pytest.mark.timeout(900)
-def test_an_agent_at_work_plays_through_assistant_ui(tmp_path: Path, write_config, harness) -> None:
-    """assistant-ui's data-stream runtime: the backend streams reasoning, a tool call and its result, then text."""
-    fetched = assistant_ui_bundle()
-    agent = SessionAgent(think_s=0.8, tool_pause_s=TOOL_PAUSE_S)
-    with WidgetServer(agent, {"assistant-ui": fetched.folder}) as server:
-        url = server.url + "/assistant_ui.html?agent=1"
-        reply = harness.run(_one_turn(harness, "assistant_ui", url, tmp_path / "turn"))
-        _assert_answer_apart_from_work(reply, agent.answers[-1], frozenset({"tool", "thought"}))
-        agent.__dict__.update({k: v for k, v in SessionAgent(think_s=0.8, tool_pause_s=TOOL_PAUSE_S).__dict__.items()
-                               if k != "_lock"})
+@dataclass(frozen=True)
+class WidgetCase:
+    name: str  # the driver profile
+    page: str
+    package: str
+    fetch: Callable[[], object]
+    kinds: frozenset[str]
+    at_work: bool = False  # the backend's Flowise stream shows the work (assistant-ui's page asks /api/agent)
 
-        config = write_config([{"id": "assistant_ui", "benchmark": str(BENCH),
-                                "agent": {"driver": "assistant_ui", "url": url}}],
+
+WIDGET_CASES = [
+    # the data-stream runtime: the backend streams reasoning, a tool call and its result, then text
+    WidgetCase("assistant_ui", "/assistant_ui.html?agent=1", "assistant-ui", assistant_ui_bundle,
+               frozenset({"tool", "thought"})),
+    # Flowise draws the reasoning, not the tools it used
+    WidgetCase("flowise", "/flowise.html", "flowise-embed", next(w for w in WIDGETS if w.name == "flowise").fetch,
+               frozenset({"thought"}), at_work=True),
+]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("case", WIDGET_CASES, ids=lambda c: c.name)
+def test_an_agent_at_work_plays_through_the_widget(case: WidgetCase, tmp_path: Path, write_config, harness) -> None:
+    fetched = case.fetch()
+
+    def fresh() -> SessionAgent:
+        return SessionAgent(think_s=0.8, tool_pause_s=TOOL_PAUSE_S, at_work=case.at_work)
+
+    agent = fresh()
+    with WidgetServer(agent, {case.package: fetched.folder}) as server:
+        url = server.url + case.page
+        reply = harness.run(_one_turn(harness, case.name, url, tmp_path / "turn"))
+        _assert_answer_apart_from_work(reply, agent.answers[-1], case.kinds, tool_shown="tool" in case.kinds)
+        agent.__dict__.update({k: v for k, v in fresh().__dict__.items() if k != "_lock"})
+
+        config = write_config([{"id": case.name, "benchmark": str(BENCH), "agent": {"driver": case.name, "url": url}}],
                               browser={"trace": "retain-on-failure"})
         done = mmb("run", "-c", str(config), timeout=900)
-        _assert_played_widget("assistant_ui", done, tmp_path / "results", agent)
-    exchanges = [json.loads(line) for line in (tmp_path / "results" / "assistant_ui" / "transcript.jsonl")
-                 .read_text().splitlines()]
+        _assert_played_widget(case.name, done, tmp_path / "results", agent)
+    exchanges = (tmp_path / "results" / case.name / "transcript.jsonl").read_text().splitlines()
     assert len(agent.work) == len(exchanges), "a memory search before every answer"
-    print(f"  assistant_ui {fetched.versions}: {len(exchanges)} turns with tool use")
+    print(f"  {case.name} {fetched.versions}: {len(exchanges)} turns with tool use")

@@ -48,6 +48,7 @@ class SessionAgent:
     received: list[tuple[str, str]] = field(default_factory=list)  # (session, text) in arrival order
     answers: list[str] = field(default_factory=list)
     tool_pause_s: float = 0.0  # the memory search's time, between the tool call and its result
+    at_work: bool = False  # a backend that can (Flowise's) shows the agent's work before the answer
     work: list[Work] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

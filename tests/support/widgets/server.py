@@ -21,6 +21,9 @@ Routes (all on 127.0.0.1, one port, so the pages need no CORS):
   messages, parts in `content`): the agent at work, in the AI SDK's UI message stream (server-sent
   events, `x-vercel-ai-ui-message-stream: v1`): its reasoning, a `memory_search` tool call (input,
   then its output after the agent's `tool_pause_s`), then the answer's text.
+With `SessionAgent(at_work=True)` Flowise's stream shows the agent's work as Flowise does: its
+reasoning as `thinking` events (the embed's ThinkingCard), the memory search run meanwhile (the
+tool pause) and reported in `usedTools` (which the embed keeps but does not draw).
 
 Every request is recorded (`requests`: method, path, parsed JSON body) for the tests' assertions.
 """
@@ -244,6 +247,17 @@ def _handler(owner: WidgetServer) -> type[BaseHTTPRequestHandler]:
             self._stream_start("text/event-stream")
             owner.agent.think()
             event("start", "")
+            if owner.agent.at_work:
+                work = owner.agent.work_for(owner.agent.history(chat_id))
+                began = time.monotonic()
+                for piece in chunks(work.reasoning):
+                    event("thinking", piece)
+                    owner.agent.pause()
+                owner.agent.run_tool()
+                self._write("message:\ndata:" + json.dumps({"event": "thinking", "data": "",
+                                                             "duration": round(time.monotonic() - began)}) + "\n\n")
+                event("usedTools", [{"tool": work.tool, "toolInput": json.loads(work.arguments),
+                                     "toolOutput": work.result}])
             for piece in chunks(said):
                 event("token", piece)
                 owner.agent.pause()
