@@ -63,8 +63,10 @@ CASES = [
     AgentCase(as_agent(GRADIO, TOOL_PAUSE_S), "reasoning", "tool", frozenset({"tool"})),  # thoughts look like tools
     AgentCase(as_agent(CHAINLIT, 0), "reasoning_content", "model", frozenset({"tool", "thought"})),
     AgentCase(as_agent(STREAMLIT, TOOL_PAUSE_S), "both", "tool", frozenset({"tool", "thought"})),
-    # reasoning and the call fold into one group, "Explored memory_search"
-    AgentCase(as_agent(OPENWEBUI, TOOL_PAUSE_S), "think", "tool", frozenset({"tool"}), give_memory_tool),
+    # <think> in the text: "Thought for N seconds", then the call, "Explored memory_search"
+    AgentCase(as_agent(OPENWEBUI, TOOL_PAUSE_S), "think", "tool", frozenset({"tool", "thought"}), give_memory_tool),
+    # reasoning deltas: folded with the call into one group, "Explored memory_search"
+    AgentCase(as_agent(OPENWEBUI, 0), "reasoning", "model", frozenset({"tool"}), give_memory_tool),
 ]
 
 
