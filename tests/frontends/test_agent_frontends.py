@@ -65,8 +65,9 @@ CASES = [
     AgentCase(as_agent(STREAMLIT, TOOL_PAUSE_S), "both", "tool", frozenset({"tool", "thought"})),
     # <think> in the text: "Thought for N seconds", then the call, "Explored memory_search"
     AgentCase(as_agent(OPENWEBUI, TOOL_PAUSE_S), "think", "tool", frozenset({"tool", "thought"}), give_memory_tool),
-    # reasoning deltas: folded with the call into one group, "Explored memory_search"
-    AgentCase(as_agent(OPENWEBUI, 0), "reasoning", "model", frozenset({"tool"}), give_memory_tool),
+    # reasoning deltas: "Thinking..." shown alone, then folded with the call into one group, "Explored
+    # memory_search": the thought was shown (and is kept as it last was), the group is the tool's
+    AgentCase(as_agent(OPENWEBUI, 0), "reasoning", "model", frozenset({"tool", "thought"}), give_memory_tool),
 ]
 
 
