@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
+from persona.benchmark.dates import DATE_MARK, spoken
 from persona.benchmark.js_sandbox import ScriptError, run_block
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Phase, hide_answers
@@ -43,8 +44,28 @@ def _replace_section(text: str, heading: str, section: str) -> str:
 
 
 def phase_brief(bench: Benchmark, phase: Phase, judged: bool = False) -> str:
-    body = hide_answers(phase.body) if judged else phase.body
-    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{body}\n"
+    body = "\n".join(line for line in phase.body.split("\n") if DATE_MARK not in line).strip()
+    body = hide_answers(body) if judged else body
+    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{date_note(bench, phase)}{body}\n"
+
+
+def date_note(bench: Benchmark, phase: Phase) -> str:
+    """The story's date in the brief. To be told: its `📅` line (which the scripted persona reads) and what
+    to do with it; else a reminder of the date in effect, without the mark."""
+    dated = bench.phase_dates()[phase.index]
+    if dated.date is None:
+        return ""
+    said = spoken(dated.date, bench.manifest.language)
+    if not dated.tell:
+        return f"(In the story it is still {said}: the assistant heard the date in this chat already.)\n\n"
+    if dated.own:
+        why = (f"In the story it is now {said}. The assistant has its own clock and does not know the story's "
+               "date: tell it as you start this phase")
+    else:
+        why = (f"In the story it is still {said}. This phase opens a new chat, which never heard the date: tell "
+               "it again as you start")
+    return (f"{dated.date.line_text()}\n{why}, the way a person would (\"Hi! It's {said} here ...\"), with the "
+            "day, the month and the year, once.\n\n")
 
 
 def fact_file_list(bench: Benchmark, state: RunState) -> str:

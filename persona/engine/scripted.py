@@ -15,6 +15,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from persona.benchmark.dates import StoryDate, spoken
 from persona.benchmark.facts import Fact, parse_fact_file
 from persona.benchmark.grading import Verdict, grade, says_unknown
 from persona.benchmark.phases import Category, Check, fact_refs_at, parse_directives
@@ -27,6 +28,16 @@ SEARCH_PROMPTS = {
     "en": "Please search your memory or notes, I'm sure I told you.",
     "ru": "Поищи в памяти, пожалуйста, я точно тебе это рассказывал.",
 }
+
+# How the scripted persona tells the story's date as a phase starts (the brief's `📅` line).
+DATE_SAYINGS = {
+    "en": "Hi! It's {date} here.",
+    "ru": "Привет! У меня сейчас {date}.",
+}
+
+
+def date_message(story: StoryDate, language: str) -> str:
+    return DATE_SAYINGS.get(language, DATE_SAYINGS["en"]).format(date=spoken(story, language))
 
 
 @dataclass(frozen=True)
@@ -87,9 +98,11 @@ def _tell_file(name: str, only: str | None = None) -> Plan:
 
 
 def phase_plan(brief: str, language: str, done: Done = Done()) -> Plan:
-    """Everything the phase asks, in the order its lines ask it (what `done` lists skipped), then
-    next_phase until it accepts."""
+    """The story's date when the brief says to tell it, then everything the phase asks, in the order its
+    lines ask it (what `done` lists skipped), then next_phase until it accepts."""
     directives, _ = parse_directives(brief, "phase", answers_required=False)
+    if directives["date"] is not None:
+        yield Say(date_message(directives["date"], language))
     steps: list[tuple[int, int, Any]] = [(line_no, 0, ("tell", ref)) for line_no, ref in fact_refs_at(brief)]
     steps += [(m.line, 1, ("mention", m)) for m in directives["mentions"]]
     steps += [(e.line, 1, ("edit", e)) for e in directives["edits"] if (e.file, e.fact_id) not in done.changed]
