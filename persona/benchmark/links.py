@@ -240,8 +240,9 @@ def _earliest(a: int | None, b: int) -> int:
     return b if a is None else min(a, b)
 
 
-def scenario_index(bench: Benchmark) -> FactIndex:
-    facts = scenario_facts(bench)
+def scenario_index(bench: Benchmark, facts: dict[FactKey, ScenarioFact] | None = None) -> FactIndex:
+    """The scenario's facts searchable by their words (`facts`: scenario_facts(bench), when already at hand)."""
+    facts = scenario_facts(bench) if facts is None else facts
     return FactIndex({key: [v.text for v in f.versions] for key, f in facts.items()},
                      changing={key for key, f in facts.items() if f.changes})
 
