@@ -177,26 +177,39 @@ class _Reader:
         told = " ".join(t.ex.sent for _, found in carriers for t in found)
         if all(matches(item, told) for item in check.items):
             return verdict  # the facts' own words give the date or span
+        undated: dict[str, list[str]] = {}  # why, for the facts it holds for: "s03 1.1, 1.2 were told in ..."
         for link, found in carriers:
-            verdict.reasons += self._dated(f"{link.file} {link.fact_id}", found)
+            if (why := self._undated(found)) is not None:
+                undated.setdefault(why, []).append(f"{link.file} {link.fact_id}")
+        verdict.reasons += [f"{_names(names)} {'was' if len(names) == 1 else 'were'} told {why}"
+                            for why, names in undated.items()]
         asked_on = self.dates[evaluation.phase].date if evaluation.phase < len(self.dates) else None
         if asked_on is not None and not self.date_typed(asked_on.day, evaluation.session, asked):
             verdict.reasons.append(f"the day it was asked ({day_text(asked_on.day)}) was never typed in its chat")
         return verdict
 
-    def _dated(self, name: str, found: list[_Typed]) -> list[str]:
-        """Why no message telling the fact is dated for the agent ([]: one is)."""
+    def _undated(self, found: list[_Typed]) -> str | None:
+        """Why no message telling a fact is dated for the agent (the first one's), or None: one is."""
         why = []
         for t in found:
             day = self.dates[t.ex.phase].date if t.ex.phase < len(self.dates) else None
             if day is None:
-                why.append(f"{name} was told in phase {t.ex.phase + 1}, which has no date (📅): the answer is a date "
-                           "or a span, and the agent cannot tell when it happened")
+                why.append(f"in phase {t.ex.phase + 1}, which has no date (📅): the answer is a date or a span, and "
+                           "the agent cannot tell when it happened")
             elif not self.date_typed(day.day, t.ex.session, t.ex.turn):
-                why.append(f"{name} was told on {day_text(day.day)}, a date never typed in that chat before it")
+                why.append(f"on {day_text(day.day)}, a date never typed in that chat before it")
             else:
-                return []
-        return why[:1]
+                return None
+        return why[0]
+
+
+def _names(names: list[str]) -> str:
+    """'session03 1.1, 1.2; session04 2.1': facts named as 🔗 names them."""
+    by_file: dict[str, list[str]] = {}
+    for name in names:
+        file, _, fact_id = name.rpartition(" ")
+        by_file.setdefault(file, []).append(fact_id)
+    return "; ".join(f"{file} {', '.join(ids)}" for file, ids in by_file.items())
 
 
 def _short(text: str, limit: int = 60) -> str:
