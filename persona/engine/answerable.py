@@ -137,17 +137,38 @@ def _asked_turn(evaluation: Evaluation) -> int:
 
 
 class _Reader:
+    """The typed messages, found by the numbers and word stems a fact needs (a marathon's 2,000 checks are
+    never each matched against every message), and by the chat they were typed in."""
+
     def __init__(self, bench: Benchmark, state: RunState, exchanges: list[Exchange]):
         self.bench = bench
         self.state = state
         self.dates = bench.phase_dates()
         self.typed = [_Typed(ex, numbers(ex.sent), stems(ex.sent)) for ex in sorted(exchanges, key=lambda e: e.turn)]
+        self._with: dict[str, list[int]] = {}  # "#number" or stem -> the messages holding it, in turn order
+        self._chats: dict[int, list[_Typed]] = {}
+        for i, t in enumerate(self.typed):
+            for key in (*(f"#{n}" for n in t.numbers), *t.stems):
+                self._with.setdefault(key, []).append(i)
+            self._chats.setdefault(t.ex.session, []).append(t)
 
-    def before(self, turn: int) -> list[_Typed]:
-        return [t for t in self.typed if t.ex.turn < turn]
+    def carriers(self, version: _Version, asked: int) -> list[_Typed]:
+        """The messages typed before turn `asked` that tell the fact as `version` has it. A message that
+        does holds every number of it and all but `len - needed` of its stems, so one of any
+        `len - needed + 1` of them: only the messages with the rarest such are looked at."""
+        want_numbers, want_stems = version.words
+        if want_numbers:
+            pool: list[int] | range = min((self._with.get(f"#{n}", []) for n in want_numbers), key=len)
+        elif want_stems:
+            rare = sorted(want_stems, key=lambda w: len(self._with.get(w, ())))[:len(want_stems) - _needed(want_stems) + 1]
+            pool = sorted({i for w in rare for i in self._with.get(w, ())})
+        else:
+            pool = range(len(self.typed))
+        return [t for t in (self.typed[i] for i in pool)
+                if t.ex.turn < asked and _carries(t, version, want_numbers, want_stems)]
 
     def date_typed(self, day: date, session: int, upto: int) -> bool:
-        return any(t.ex.session == session and t.ex.turn <= upto and day in t.dates for t in self.typed)
+        return any(t.ex.turn <= upto and day in t.dates for t in self._chats.get(session, []))
 
     def verdict(self, check: Check, links: CheckLinks, evaluation: Evaluation) -> Verdict:
         verdict = Verdict(check.id, check.category)
@@ -158,7 +179,6 @@ class _Reader:
             verdict.judged = False
             return verdict
         asked = _asked_turn(evaluation)
-        typed = self.before(asked)
         carriers: list[tuple[FactLink, list[_Typed]]] = []
         for link in facts:
             version = _version(self.bench, self.state, link, asked)
@@ -166,8 +186,7 @@ class _Reader:
             if not version.exists:
                 verdict.reasons.append(f"{name} did not exist yet when it was asked")
                 continue
-            want_numbers, want_stems = version.words
-            found = [t for t in typed if _carries(t, version, want_numbers, want_stems)]
+            found = self.carriers(version, asked)
             if not found:
                 verdict.reasons.append(f"{name} ({_short(version.text)!r}) was never typed before the question")
             else:
