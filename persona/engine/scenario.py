@@ -64,8 +64,7 @@ def date_note(bench: Benchmark, phase: Phase) -> str:
     else:
         why = (f"In the story it is still {said}. This phase opens a new chat, which never heard the date: tell "
                "it again as you start")
-    return (f"{dated.date.line_text()}\n{why}, the way a person would (\"Hi! It's {said} here ...\"), with the "
-            "day, the month and the year, once.\n\n")
+    return f"{dated.date.line_text()}\n{why}, the way a person would, with the day, the month and the year, once.\n\n"
 
 
 def fact_file_list(bench: Benchmark, state: RunState) -> str:
