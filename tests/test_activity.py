@@ -130,3 +130,34 @@ def test_the_first_name_in_a_title_wins_over_one_later_in_the_text_it_quotes():
     assert tool_name("View Result from memory_search <script>alert(1)</script>") == "memory_search"
     assert tool_name("Used 'search' on my_notes") == "search"
     assert tool_name("Used tool: search(query='my_partner')") == "search"
+
+
+@pytest.mark.usefixtures("chromium")
+def test_a_chat_page_showing_its_work_plays_a_run_that_keeps_the_work_beside_each_answer(tmp_path, write_bench):
+    """In real Chromium through the runner: the chat lab shows a status line, a tool card and a thought before
+    each answer; the transcript keeps them as each turn's activity, the answers without them, and the reports
+    count them."""
+    from tests.conftest import NO_TRACE
+    from tests.support.chat_lab import ChatLab, LabScenario
+    from tests.support.play import play
+    from tests.support.runs import MICRO
+    from tests.test_exactly_once import agent_of
+
+    def answers(text: str, history: list) -> list[str]:
+        return ["Sorry, I don't know."] if "?" in text else ["Noted."]
+
+    scenario = LabScenario(work=["status", "tool", "thought"], work_ms=50, work_place="beside", chunk_ms=5)
+    with ChatLab(scenario, responder=answers) as lab:
+        outcome, state = play(tmp_path, browser=NO_TRACE, benchmark=write_bench(MICRO), agent=agent_of(lab.profile()))
+    assert outcome.status == "finished", outcome.error
+    _, exchanges = read_run(tmp_path / "results" / "r")
+    assert exchanges and all(ex.reply in (["Noted."], ["Sorry, I don't know."]) for ex in exchanges)
+    assert all([(a.kind, tool_name(a.title)) for a in ex.activity][:2] == [("status", "Searching memory…"),
+                                                                          ("tool", "memory_search")] for ex in exchanges)
+    assert all("memory_search result: " in ex.activity[1].text for ex in exchanges)
+    assert {e.check_id: e.score for e in state.evaluations} == {"m1": 0, "m2": 10}
+    n = len(exchanges)
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert (f"- **Agent activity** (shown beside its answers, never graded): {n} of {n} turn(s) showed work; tool use "
+            f"in {n} turn(s), {n} tool card(s): ` memory_search ` ×{n}; {n} thought(s); {n} status line(s)") in report
+    assert (tmp_path / "results" / "r" / "report.html").read_text().count("<details class=work>") == n
