@@ -147,13 +147,15 @@ def memory_autopsy(folder: Path, state: RunState, exchanges: list[Exchange],
     links = run_links(state, bench)
     original = bench.fact_files if bench else {}
     checks, unclassified = [], []
+    by_turn = {ex.turn: ex for ex in exchanges}
     for e in state.evaluations:
         if e.category is Category.absent:
             unclassified.append((e, "absent: it asks about something never told"))
             continue
         asked = asked_turn(e, exchanges)
         linked = _linked_texts(links[e.check_id], state.facts, original, asked)
-        if shown := from_tool_cards(e, asked, tool_lines(exchanges, asked, e.turn), linked):
+        window = [by_turn[t] for t in range(asked, e.turn + 1) if t in by_turn]  # from the question to the grade
+        if shown := from_tool_cards(e, asked, tool_lines(window, asked, e.turn), linked):
             checks.append(shown)
             continue
         snapshot = next((s for s in reversed(index.snapshots) if s.turn < asked), None) if index else None
