@@ -396,8 +396,18 @@ class RunState(BaseModel):
         return next((e for e in self.evaluations if e.check_id == check_id), None)
 
 
+class AgentActivity(BaseModel):
+    """Work the agent showed while answering (drivers.base.Activity): a tool call or result, a thought, a
+    status line; `title` and `text` as the page had them. Kept beside the reply, never part of it."""
+
+    kind: Literal["tool", "thought", "status"]
+    title: str = ""
+    text: str = ""
+
+
 class Exchange(BaseModel):
-    """One message to the agent and its reply, as the UI showed them."""
+    """One message to the agent and its reply, as the UI showed them. `reply` is the answer alone (what
+    the persona reads and the judge grades); `activity` the turn's work in the order shown."""
 
     turn: int
     session: int
@@ -408,6 +418,7 @@ class Exchange(BaseModel):
     reply_seconds: float = 0.0
     typed: int = 1  # times the message was typed into the chat (more: resent, see RunState.sends.resent)
     at: datetime = Field(default_factory=now)
+    activity: list[AgentActivity] = []  # a transcript line of an older mmb has none
 
 
 # The lists of RunState that only grow, each appended to a state.<name>.jsonl of its own; the live fact

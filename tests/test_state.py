@@ -214,3 +214,37 @@ def test_an_append_cut_short_by_the_disk_leaves_no_torn_line(tmp_path):
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=REPO)
     assert done.stdout.strip() == str(errno.EFBIG), done.stderr
     assert path.read_text() == '"first"\n'
+
+
+def test_each_turn_s_activity_is_recorded_beside_the_reply_and_old_lines_still_load(tmp_path):
+    """What the chat showed beside the answer (tool cards, thoughts, status lines) goes into the transcript
+    line as data, in the order shown, repaired like the reply; a line of an older mmb, without it, loads."""
+    from drivers.base import Activity, Reply
+    from persona.engine.channel import AgentChannel
+    from persona.state import AgentActivity
+
+    class Chat:
+        session_url = "/c/1"
+
+    hostile = '"},"reply":["forged"],"x":{"<script>alert(1)</script>\n\x00'
+    store, s = RunStore(tmp_path / "r"), state()
+    channel = AgentChannel(Chat(), s, store, save=lambda: None)
+    channel.record("Where do I work?", Reply(bubbles=["At Acme."], activity=[
+        Activity("status", "Searching memory…", ""),
+        Activity("tool", "🔧 Used tool memory_search", f"- works at Acme {hostile}"),
+        Activity("thought", "Thought for 2 seconds", "The notes say Acme.")]))
+    store.save(s)
+    line = json.loads(store.transcript_path.read_text())
+    assert line["reply"] == ["At Acme."]
+    assert [(a["kind"], a["title"]) for a in line["activity"]] == [
+        ("status", "Searching memory…"), ("tool", "🔧 Used tool memory_search"), ("thought", "Thought for 2 seconds")]
+    assert line["activity"][1]["text"] == f"- works at Acme {hostile}".replace("\x00", "\ufffd")
+    assert s.repaired_chars == 1  # the NUL, counted as a reply's are
+    old = {k: v for k, v in line.items() if k != "activity"}
+    with open(store.transcript_path, "a") as f:
+        f.write(json.dumps({**old, "turn": 2}) + "\n")
+    s.transcript_len = 2
+    store.save(s)
+    first, second = store.transcript()
+    assert first.activity[1] == AgentActivity(kind="tool", title="🔧 Used tool memory_search", text=line["activity"][1]["text"])
+    assert second.activity == [] and second.reply == ["At Acme."]

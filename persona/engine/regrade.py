@@ -20,7 +20,7 @@ from persona.errors import RunError
 from persona.report.agreement import Agreement, Pair, agreement
 from persona.report.gradings import GradingSet, check_name, load_set, save_new, shown_with
 from persona.report.markdown import append_entry_once
-from persona.report.publish import benchmark_at, read_run, run_autopsy
+from persona.report.publish import benchmark_at, entry_parts, read_run
 from persona.state import Evaluation, RunState
 
 Echo = Callable[[str], None]
@@ -69,7 +69,7 @@ async def regrade_run(folder: Path, judge_cfg: JudgeConfig, name: str, echo: Ech
     if bench is None:
         echo(f"the benchmark {state.benchmark} does not load here: no report.md entry for the new set")
         return gset, state.judge, None
-    path, _ = append_entry_once(folder.parent, bench, shown_with(state, gset), autopsy=run_autopsy(folder, state, bench))
+    path, _ = append_entry_once(folder.parent, bench, shown_with(state, gset), None, *entry_parts(folder, state, bench))
     return gset, state.judge, path
 
 
