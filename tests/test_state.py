@@ -14,6 +14,7 @@ from persona.benchmark.facts import Fact, FactFile, FactSection
 from persona.benchmark.phases import Category
 from persona.errors import RunError, StorageError
 from persona.state import (
+    SCHEMA_VERSION,
     AgentNotice,
     Evaluation,
     Exchange,
@@ -55,7 +56,7 @@ def test_a_corrupt_state_is_reported_not_overwritten(tmp_path):
     store = RunStore(tmp_path / "r")
     store.folder.mkdir(parents=True)
     store.path.write_text("{not json")
-    with pytest.raises(RunError, match="unreadable"):
+    with pytest.raises(RunError, match=f"^{store.path}: not JSON .*; the run's files are left as they are"):
         store.load()
     assert store.path.read_text() == "{not json"
 
@@ -146,7 +147,9 @@ def test_a_state_json_of_an_older_mmb_reads_and_its_first_save_moves_the_parts_o
     loaded = store.load()
     assert loaded == s
     grow(store, loaded, 3)
-    assert "evaluations" not in json.loads(store.path.read_text()) and "facts" not in json.loads(store.path.read_text())
+    saved = json.loads(store.path.read_text())
+    assert saved["evaluations"] == {"file": "state.evaluations.jsonl", "lines": 3, "generation": 0}
+    assert saved["schema_version"] == SCHEMA_VERSION and "base" in saved["facts"]
     again = RunStore(tmp_path / "r").load()
     assert [e.check_id for e in again.evaluations] == ["c1", "c2", "c3"] and again.log[:2] == ["line 1", "line 2"]
 
@@ -162,7 +165,7 @@ def test_a_list_changed_otherwise_than_by_growing_is_written_whole_anew(tmp_path
     s.facts = {"pets": s.facts["pets"].model_copy(deep=True)}  # replaced whole
     s.facts["pets"].get("1.2").mark_told(9)
     store.save(s)
-    assert json.loads(store.path.read_text())["parts"]["log"]["file"] == "state.log.1.jsonl"
+    assert json.loads(store.path.read_text())["log"]["file"] == "state.log.1.jsonl"
     assert not (store.folder / "state.log.jsonl").exists(), "the old generation is removed"
     loaded = RunStore(tmp_path / "r").load()
     assert loaded == s.model_copy(update={"updated_at": loaded.updated_at})
@@ -191,6 +194,7 @@ def test_a_save_the_disk_refuses_names_the_file_and_the_space_left(tmp_path):
     store = RunStore(tmp_path / "r")
     s = rich_state()
     store.save(s)
+    (store.folder / "state.evaluations.jsonl").unlink()
     (store.folder / "state.evaluations.jsonl").mkdir()  # no file can be written there
     s.evaluations.append(evaluation(1))
     before = store.path.read_bytes()
