@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_serializer, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, ValidationError, field_serializer, field_validator
 
 from drivers.files import atomic_write
 from persona.benchmark.facts import FactChanges, FactFile
@@ -330,7 +330,11 @@ class StateTooNew(StateUnreadable):
 
 
 class RunState(BaseModel):
-    schema_version: int = SCHEMA_VERSION
+    """The whole state of a run, its parts put back (what `mmb state` prints). On disk: results/<id>/state.json,
+    in which each part saved apart (evaluations, log, agent_notices, judge_notes, persona_compactions, facts) is
+    its reference, {"file", "lines", "generation"[, "base"]}, and the state.*.jsonl files it names."""
+
+    schema_version: int = SCHEMA_VERSION  # of the layout and the fields: a newer one is refused
     run_id: str
     benchmark: str
     benchmark_title: str = ""
@@ -455,6 +459,9 @@ def _parse(kind: type) -> Any:
     return json.loads if kind is str else kind.model_validate_json
 
 
+_REFS = TypeAdapter(dict[str, PartRef])
+
+
 def saved_version(data: Any, path: Path) -> int:
     """The schema_version of a state.json's content (1 when it has none: the first states had none); StateTooNew
     when it is newer than this mmb knows."""
@@ -478,13 +485,14 @@ def parse_saved(raw: bytes, path: Path) -> RunState:
     saved_version(data, path)
     if not isinstance(data, dict):
         raise StateUnreadable(f"{path}: not a run's state (not a JSON object)")
-    parts = data.pop("parts", None) or {}
-    parts.update({name: data.pop(name) for name in SAVED_APART if is_ref(data.get(name))})
-    try:
-        state = RunState.model_validate({**data, "parts": parts})
+    in_place = {name: data.pop(name) for name in SAVED_APART if is_ref(data.get(name))}
+    try:  # the references in their fields' place are validated as they stand, so an error's place is in state.json
+        parts = _REFS.validate_python(data.pop("parts", None) or {}) | _REFS.validate_python(in_place)
+        state = RunState.model_validate(data)
     except ValidationError as e:
         line = line_of(text_lines(raw.decode("utf-8", "replace")), tuple(e.errors()[0]["loc"]))
         raise StateUnreadable(f"{path}{f':{line}' if line else ''}: not a run's state ({first_problem(e)})") from None
+    state.parts = parts
     state.schema_version = SCHEMA_VERSION  # read into this mmb's model, and saved in its layout
     return state
 
@@ -512,6 +520,24 @@ def _assemble(folder: Path, state: RunState) -> RunState:
 def _not_there(folder: Path, error: FileNotFoundError) -> StateUnreadable:
     return StateUnreadable(f"{folder / STATE_FILE} names {Path(error.filename or '?').name}, which is not there: "
                            "the state cannot be read whole")
+
+
+def written_by_newer(folder: Path) -> str | None:
+    """Why this mmb must not read the run in `folder` (a newer mmb wrote its state.json), or None. Only the
+    version is looked at: a state that is broken otherwise is for its reader to name."""
+    try:
+        saved_version(json.loads((folder / STATE_FILE).read_bytes()), folder / STATE_FILE)
+    except StateTooNew as e:
+        return str(e)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def state_schema() -> dict:
+    """The JSON Schema of the whole state of a run as one document, its parts put back: what `mmb state`
+    prints (`mmb schema state`, published as schemas/state.schema.json)."""
+    return RunState.model_json_schema(mode="serialization")
 
 
 def read_state(folder: Path) -> RunState:

@@ -130,7 +130,7 @@ def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | 
         try:
             state, exchanges = read_run(path.parent)
         except ValueError as e:
-            log.warning("skipping %s: %s", path, str(e).splitlines()[0])
+            log.warning("skipping run %s: %s", run_id, str(e).splitlines()[0])
             continue
         bench = benches.get(run_id) or benchmark_at(state.benchmark)
         state = shown_with(state, load_set(path.parent, grading) if grading else None)
