@@ -23,6 +23,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from .base import (
+    Activity,
     AgentErrorReply,
     ChatBefore,
     ChatDriver,
@@ -41,6 +42,7 @@ from .base import (
 )
 from .deep_dom import SHADOW_HOOK_JS, in_page
 from .frames import ChatScope, FrameInfo, FrameNotFound, frame_steps, list_frames, origin
+from .observed import Observed
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
@@ -135,7 +137,7 @@ class _CountCommand(SendJournal):
 class PlaywrightDriver(ChatDriver):
     def __init__(self, profile: Profile, context: BrowserContext, *, base_url: str | None = None,
                  artifacts: Path, trace: TraceMode = "off", screenshot_on_failure: bool = True,
-                 secrets: tuple[str, ...] = ()):
+                 secrets: tuple[str, ...] = (), observed: Observed | None = None):
         self.profile = profile
         self.name = profile.name
         self.context = context
@@ -158,6 +160,8 @@ class PlaywrightDriver(ChatDriver):
         self._session_index = 0
         self._turn = 0
         self.commands_typed = 0
+        self.observed = observed or Observed()  # what the run has seen of the page (shared across rebuilt drivers)
+        self._confirmed: ChatBefore | None = None  # our bubbles after the last exchange confirmed in this page
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -182,7 +186,33 @@ class PlaywrightDriver(ChatDriver):
         if self._sel.start:
             await self._press_start()
         await self._wait_ready()
+        if self._confirmed is not None and self.observed.keeps_history is None:
+            await self._see_history(self._confirmed)
         return SessionInfo(url=self.session_url)
+
+    async def _see_history(self, confirmed: ChatBefore) -> None:
+        """Reopened after a confirmed exchange: whether the chat still shows our messages is whether it
+        keeps them (history drawn late is waited for, as find_sent waits)."""
+        deadline = time.monotonic() + (0 if self._sel.ready else _HISTORY_SETTLE_S)
+        while True:
+            now = await self.chat_before()
+            if now is None:
+                return
+            if now.users or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(_POLL_S)
+        self._confirmed = None
+        if now.users:
+            why = f"reopened at its address, it shows our messages again ({now.users}; {confirmed.users} before)"
+        else:
+            why = f"reopened at its address, it shows none of our {confirmed.users} message(s)"
+        self.observed.history(bool(now.users), why, self.profile.keeps_history)
+
+    @property
+    def keeps_history(self) -> bool | None:
+        """Whether the chat shows its messages when reopened: as seen in this run, else as the profile says."""
+        seen = self.observed.keeps_history
+        return self.profile.keeps_history if seen is None else seen
 
     async def adopt(self, page: Page) -> None:
         """Drive a page opened by someone else (`mmb discover`), as if `open` had opened it."""
@@ -270,8 +300,9 @@ class PlaywrightDriver(ChatDriver):
     # -- sending and replies -------------------------------------------------------------------
 
     async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
-        self._turn += 1
-        return await self._exchange(text, journal or SendJournal(), f"turn {self._turn}")
+        journal = journal or SendJournal()
+        self._turn = journal.turn or self._turn + 1  # typed again, a message keeps its turn
+        return await self._exchange(text, journal, f"turn {self._turn}")
 
     async def _exchange(self, text: str, journal: SendJournal, step: str) -> Reply:
         await self.tracer.group(step)
@@ -281,10 +312,13 @@ class PlaywrightDriver(ChatDriver):
             await watch.arm()
             await self._type(text)
             await self._submit(journal, typed=text)
-            if await self._wait_sent(watch, text):
+            confirmed = await self._wait_sent(watch, text)
+            if confirmed:
                 await journal.shown()
             reply = await self._collect(watch, step)
             reply.seconds = time.monotonic() - started
+            if confirmed and self.observed.keeps_history is None:
+                self._confirmed = await self.chat_before()
             return reply
         finally:
             await self.tracer.end_group()
@@ -302,7 +336,7 @@ class PlaywrightDriver(ChatDriver):
         deadline = time.monotonic() + (0 if self._sel.ready else _HISTORY_SETTLE_S)
         while True:
             now = await self.chat_before()
-            found = presence(text, before, now, keeps_history=self.profile.keeps_history)
+            found = presence(text, before, now, keeps_history=self.keeps_history)
             growing = found.state == "unknown" and now is not None and before is not None and now.users < before.users
             if found.state == "shown" or time.monotonic() >= deadline or (found.state == "unknown" and not growing):
                 return found
@@ -325,10 +359,15 @@ class PlaywrightDriver(ChatDriver):
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
         # A page knows the token it was opened with and may echo it: it is kept as its placeholder.
         reply = Reply(bubbles=[self.shown(b) for b in outcome.bubbles], signal=outcome.signal,
-                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms)
+                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms,
+                      activity=[Activity(kind=a["kind"], title=self.shown(a["title"]), text=self.shown(a["text"]))
+                                for a in outcome.activity])
         if self._rate_limited(reply.text):
             raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
-        log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
+        self.observed.reply(self._sel.busy, busy_seen="busy-unseen" not in outcome.signal)
+        log.info("%s: reply complete, %d bubble(s)%s, signal %s", step, len(outcome.bubbles),
+                 f", {len(reply.activity)} piece(s) of work ({', '.join(sorted({a.kind for a in reply.activity}))})"
+                 if reply.activity else "", outcome.signal)
         return reply
 
     def _rate_limited(self, text: str) -> bool:
@@ -446,6 +485,7 @@ class PlaywrightDriver(ChatDriver):
         page = self._page()
         old_url = page.url
         mode = self.profile.new_session
+        self._confirmed = None  # the old chat's: a new one shows none of it, whatever the page keeps
         await self.tracer.group("new session")
         try:
             if mode == "message" and self.profile.new_session_message_opens_chat:

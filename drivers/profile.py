@@ -104,10 +104,12 @@ class Profile(BaseModel):
         False, description="With new_session 'message': the UI itself opens a fresh chat on it (OpenClaw's /new), "
                            "so the reset is verified like a button's, not by the agent's acknowledgement")
     new_session_url: str | None = None
-    keeps_history: bool = Field(
-        True, description="Reopening the chat's address shows its messages (False: a reload empties it, as in "
-                          "Gradio, Streamlit or a bare deep-chat). With True, an empty chat after reopening proves "
-                          "that a first message never arrived, so it may be typed again")
+    keeps_history: bool | None = Field(
+        None, description="Reopening the chat's address shows its messages (False: a reload empties it, as in "
+                          "Gradio, Streamlit or a bare deep-chat; None: not known). A run sees it for itself on the "
+                          "first reopening after a confirmed reply, and what it sees wins. Only a chat known to keep "
+                          "them proves by an empty reopened chat that a first message never arrived, so that it may be "
+                          "typed again; else the run stops rather than type it twice")
     reset_timeout_s: float = Field(15, gt=0, strict=True, description="After 'new chat', the old messages must be gone this soon")
     send_timeout_s: float = Field(15, gt=0, strict=True, description="Our bubble must show up this soon after sending")
     ready_timeout_s: float = Field(60, gt=0, strict=True, description="The input must show up this soon after opening the page")

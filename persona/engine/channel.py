@@ -30,6 +30,11 @@ class AgentChannel(SendJournal):
         self._resend_why: str | None = None
         self._commands_seen = 0  # the driver's count of commands typed, as last added to the state
 
+    @property
+    def turn(self) -> int | None:  # type: ignore[override]
+        """The pending message's turn: each typing of it (a retry, a resend) is that turn."""
+        return self.state.pending.turn if self.state.pending is not None else None
+
     async def open(self) -> None:
         """Open the current session's chat, or a first one."""
         current = self.state.sessions[-1] if self.state.sessions else None

@@ -18,6 +18,7 @@ from drivers.auth import AuthError, SavedLogin, find_login
 from drivers.base import ChatDriver, DriverError
 from drivers.browser import BrowserHost, BrowserStartError, browser_host
 from drivers.generic import PlaywrightDriver
+from drivers.observed import Observed
 from drivers.profile import Profile
 from drivers.registry import build_profile, needs_browser
 from drivers.resilient import ResilientDriver
@@ -406,6 +407,7 @@ class Runner:
         b = self.config.browser
 
         generation = browser.generation
+        observed = Observed(on_event=on_event)  # what the run sees of the page, kept across rebuilt drivers
 
         async def build() -> ChatDriver:  # again when a crash took the context down
             nonlocal generation
@@ -416,7 +418,7 @@ class Runner:
             generation = browser.generation
             driver = PlaywrightDriver(profile, chat.context, base_url=url, artifacts=plan.folder,
                                       trace=b.trace, screenshot_on_failure=b.screenshot_on_failure,
-                                      secrets=(*chat.secrets, *known_secrets()))
+                                      secrets=(*chat.secrets, *known_secrets()), observed=observed)
             for value in driver.url_secrets:  # masked wherever an error or log line might still quote it
                 register_secret(value)
             return driver
