@@ -522,6 +522,15 @@ def _not_there(folder: Path, error: FileNotFoundError) -> StateUnreadable:
                            "the state cannot be read whole")
 
 
+def transcript_shortfall(path: Path, counted: int) -> str | None:
+    """Why transcript.jsonl holds fewer complete lines than its state counts (`transcript_len`), or None. Each
+    line is appended before the state that counts it is saved: fewer is a transcript cut or lost, never a kill."""
+    if counted == 0:
+        return None
+    have = path.read_bytes().count(b"\n") if path.exists() else 0
+    return f"{path}: {have} complete line(s), state.json counts {counted}" if have < counted else None
+
+
 def written_by_newer(folder: Path) -> str | None:
     """Why this mmb must not read the run in `folder` (a newer mmb wrote its state.json), or None. Only the
     version is looked at: a state that is broken otherwise is for its reader to name."""
@@ -629,6 +638,8 @@ class RunStore:
             return None
         try:
             state = _assemble(self.folder, parse_saved(self.path.read_bytes(), self.path))
+            if (missing := transcript_shortfall(self.transcript_path, state.transcript_len)) is not None:
+                raise StateUnreadable(f"{missing}: the state cannot be read whole")
         except StateTooNew as e:
             raise RunError(str(e)) from None
         except (StateUnreadable, FileNotFoundError) as e:
@@ -699,7 +710,7 @@ class RunStore:
 
     def _trim_transcript(self, keep: int) -> None:
         """Lines written after the last saved state belong to a step that will be redone."""
-        trim_lines(self.transcript_path, keep, fewer_ok=True)
+        trim_lines(self.transcript_path, keep)
 
 
 def part_name(state: RunState, name: str) -> str:

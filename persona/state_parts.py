@@ -96,17 +96,15 @@ def read_lines(path: Path, count: int) -> list[str]:
     return [line.decode("utf-8") for line in data.split(b"\n", count)[:count]]
 
 
-def trim_lines(path: Path, count: int, *, fewer_ok: bool = False) -> None:
+def trim_lines(path: Path, count: int) -> None:
     """Cut `path` after its `count`-th line: lines appended by a save that never completed (cut off in
-    place, which works on a full disk too). Fewer lines than `count` is a ValueError unless `fewer_ok`."""
+    place, which works on a full disk too). PartShort when it has fewer (its reader checked it has not)."""
     if not path.exists():
         return
     data = path.read_bytes()
     end = 0
     for _ in range(count):
         if (nl := data.find(b"\n", end)) < 0:
-            if fewer_ok:
-                break
             raise PartShort(f"{path}: fewer than the {count} lines state.json counts")
         end = nl + 1
     if len(data) > end:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from persona.benchmark.facts import Fact, FactFile, FactSection
 from persona.benchmark.phases import Category
 from persona.errors import RunError, StorageError
+from persona.report.publish import read_run
 from persona.state import (
     SAVED_APART,
     SCHEMA_VERSION,
@@ -342,3 +343,23 @@ def test_a_state_that_cannot_be_read_whole_is_refused_naming_the_file_and_nothin
     assert str(err.value) == f"{expected}; the run's files are left as they are (move its folder away to start over)"
     assert folder_bytes(store.folder) == before
     assert (tmp_path / "victim.jsonl").read_text() == "kept\n"
+
+
+def test_a_transcript_shorter_than_its_state_counts_stops_a_restart_and_reports_say_so(tmp_path, caplog):
+    store = saved_run(tmp_path)
+    s = store.load()
+    for turn in (1, 2):
+        store.append_exchange(s, Exchange(turn=turn, session=0, phase=0, sent=f"m{turn}", reply=["ok"]))
+    store.save(s)
+    transcript = store.transcript_path.read_bytes()
+    store.transcript_path.write_bytes(transcript[:transcript.index(b"\n") + 1])  # a copy that lost its last line
+    before = folder_bytes(store.folder)
+    with pytest.raises(RunError) as err:
+        RunStore(store.folder).load()
+    assert str(err.value) == (f"{store.transcript_path}: 1 complete line(s), state.json counts 2: the state cannot be "
+                              "read whole; the run's files are left as they are (move its folder away to start over)")
+    assert folder_bytes(store.folder) == before
+    state, exchanges = read_run(store.folder)  # the reports show what there is, and say what is not
+    assert [e.sent for e in exchanges] == ["m1"] and state.transcript_len == 2
+    assert caplog.messages == [f"run r: {store.transcript_path}: 1 complete line(s), state.json counts 2: turns are "
+                               "missing from its transcript"]
