@@ -193,7 +193,7 @@ def rows_of_results(results_dir: Path, run_ids: list[str] | None, counter: Token
         try:
             state, exchanges = read_run(folder)
         except ValueError as e:
-            log.warning("skipping %s: %s", folder, str(e).splitlines()[0])
+            log.warning("skipping run %s: %s", run_id, str(e).splitlines()[0])
             continue
         rows += rows_of_run(state, exchanges, counter)
     return rows

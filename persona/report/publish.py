@@ -24,14 +24,15 @@ from persona.report.html import write_run_report
 from persona.report.index import write_index
 from persona.report.leaderboard import write_leaderboard
 from persona.report.markdown import append_entry_once
-from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore, read_state
+from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore, read_state, transcript_shortfall
 from persona.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
 
 def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
-    """The state and the transcript lines it knows of, read only."""
+    """The state and the transcript lines it knows of, read only. A transcript shorter than the state counts
+    is said (its pages show what there is)."""
     state = read_state(folder)
     exchanges = []
     path = folder / TRANSCRIPT_FILE
@@ -41,6 +42,9 @@ def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
                 if len(exchanges) >= state.transcript_len or not line.endswith("\n"):
                     break
                 exchanges.append(Exchange.model_validate_json(line))
+    if len(exchanges) < state.transcript_len:
+        log.warning("run %s: %s: turns are missing from its transcript", folder.name,
+                    transcript_shortfall(path, state.transcript_len))
     return state, exchanges
 
 
@@ -136,7 +140,7 @@ def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | 
         try:
             state, exchanges = read_run(path.parent)
         except ValueError as e:
-            log.warning("skipping %s: %s", path, str(e).splitlines()[0])
+            log.warning("skipping run %s: %s", run_id, str(e).splitlines()[0])
             continue
         bench = benches.get(run_id) or benchmark_at(state.benchmark)
         state = shown_with(state, load_set(path.parent, grading) if grading else None)
