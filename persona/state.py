@@ -375,6 +375,9 @@ class RunState(BaseModel):
     agent_notices: list[AgentNotice] = []
     repaired_chars: int = 0  # characters of the agent's replies that could not be stored, as U+FFFD (drivers.base.storable)
     browser_relaunches: int = 0  # times the browser died under the run and was started again (the chat reopened)
+    # What the run saw of the chat page that a profile can only claim (drivers/observed.py): whether it keeps its
+    # messages when reopened, a busy marker that never showed. Each said once.
+    page_findings: list[str] = []
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short

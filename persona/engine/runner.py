@@ -407,7 +407,7 @@ class Runner:
         b = self.config.browser
 
         generation = browser.generation
-        observed = Observed(on_event=on_event)  # what the run sees of the page, kept across rebuilt drivers
+        observed = Observed(on_event=lambda text: _finding(state, text, on_event))  # kept across rebuilt drivers
 
         async def build() -> ChatDriver:  # again when a crash took the context down
             nonlocal generation
@@ -481,6 +481,14 @@ def _as_last_saved(store: RunStore, state: RunState) -> RunState:
     saved.log += state.log[len(saved.log):]
     saved.judge_notes += state.judge_notes[len(saved.judge_notes):]
     return saved
+
+
+def _finding(state: RunState, text: str, note: Callable[[str], None]) -> None:
+    """What the run saw of the chat page: in the report's own line (once, a restart too) and the run log."""
+    text = redact(text)[:500]
+    if text not in state.page_findings:
+        state.page_findings.append(text)
+    note(text)
 
 
 def _note(state: RunState, text: str) -> None:

@@ -323,6 +323,8 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
           if activity is not None else []),
         *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
             "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
+        *(["- **The chat page, as the run saw it:**" + "".join(f"\n  - {quote_inline(f)}" for f in state.page_findings)]
+          if state.page_findings else []),
         *([f"- **Browser relaunched:** {state.browser_relaunches} time(s): it died under the run, which started it "
            "again, reopened its chat and went on (the run log says when)"] if state.browser_relaunches else []),
         f"- **Persona:** {usage_line(state)}",
