@@ -28,7 +28,7 @@ from datetime import date
 from persona.benchmark.dates import asks_for_time, dates_in, day_text
 from persona.benchmark.facts import DELETED
 from persona.benchmark.grading import SHORT_ANSWER_WORDS, matches, numbers, stems
-from persona.benchmark.links import CheckLinks, FactLink, link_checks
+from persona.benchmark.links import CheckLinks, FactLink, link_checks, shortened
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Category, Check
 from persona.state import Evaluation, Exchange, RunState
@@ -188,7 +188,7 @@ class _Reader:
                 continue
             found = self.carriers(version, asked)
             if not found:
-                verdict.reasons.append(f"{name} ({_short(version.text)!r}) was never typed before the question")
+                verdict.reasons.append(f"{name} ({shortened(version.text)!r}) was never typed before the question")
             else:
                 carriers.append((link, found))
         if verdict.reasons or not asks_for_time(check.category, check.answer):
@@ -229,10 +229,6 @@ def _names(names: list[str]) -> str:
         file, _, fact_id = name.rpartition(" ")
         by_file.setdefault(file, []).append(fact_id)
     return "; ".join(f"{file} {', '.join(ids)}" for file, ids in by_file.items())
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def answerability(bench: Benchmark, state: RunState, exchanges: list[Exchange]) -> Answerability:
