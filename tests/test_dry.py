@@ -202,3 +202,18 @@ def test_a_check_whose_day_was_never_told_is_not_ready(tmp_path):
             "or a span, and the agent cannot tell when it happened") in text
     assert "told       8 of 9 answerable from what was typed" in text
     assert "NOT READY: 1 check(s) cannot be answered from what was typed before them: s9" in text
+
+
+def test_a_phase_cut_inside_many_times_goes_on_after_what_its_note_kept(tmp_path):
+    """Each phase tells 300 facts and asks about the phase before, far over trim_to_tokens: compactions cut
+    inside it, and the scripted persona goes on after the messages a note kept (their work listed as
+    done), never from the start of the phase again: every check graded once, every fact told."""
+    from bench.big_benchmark import write_benchmark
+
+    write_benchmark(tmp_path / "big", facts=900, checks=60, per_file=300)
+    result, text = dry(tmp_path / "big", tmp_path / "results", CompactionConfig(max_tokens=12000, trim_to_tokens=4000))
+    state = result.state
+    assert result.ok, text
+    assert sum(c.in_phase for c in state.persona_compactions) >= 10
+    graded = [e.check_id for e in state.evaluations]
+    assert len(graded) == len(set(graded)) >= 40 and "(coverage 100 %)" in text and "facts      900 of 901 told" in text

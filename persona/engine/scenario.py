@@ -87,11 +87,15 @@ def opening_message(bench: Benchmark, state: RunState, brief: str) -> str:
 
 
 DONE_CHECKS, DONE_CHANGED, DONE_ADDED = "- checks graded: ", "- facts changed: ", "- facts added: "
+KEPT = "- its latest messages, kept below this note: "  # the kept part of a phase cut inside, already done too
 
 
-def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, judged: bool = False) -> str:
+def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, judged: bool = False,
+                    kept: int = 0) -> str:
     """What the persona goes on from after a compaction; cut inside a phase, that phase's brief too
-    (without expected answers when a judge grades), and what was already done in it."""
+    (without expected answers when a judge grades), what was already done in it, and how many of its
+    latest messages (`kept`) follow the note: done too, so that a persona replaying the phase (the
+    scripted one) goes on after them."""
     loaded = ", ".join(f"`{n}`" for n in state.loaded_files) or "none"
     note = (f"(Your context was compacted: older messages were dropped. Here is what you need to go on.)\n\n"
             f"{profile_block(bench, state)}\nFact files you had loaded: {loaded}. Reload any with facts_read; "
@@ -99,7 +103,8 @@ def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, j
     if not in_phase:
         return note
     return (f"{note}\n\nThe cut fell inside the current phase. Already done in it (facts_get_untold no longer "
-            f"lists facts you told):\n{_done_in_phase(bench, state)}\n\n{phase_brief(bench, bench.phases[state.phase], judged)}")
+            f"lists facts you told):\n{_done_in_phase(bench, state)}\n{KEPT}{kept}\n\n"
+            f"{phase_brief(bench, bench.phases[state.phase], judged)}")
 
 
 def _done_in_phase(bench: Benchmark, state: RunState) -> str:

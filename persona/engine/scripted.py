@@ -21,7 +21,7 @@ from persona.benchmark.grading import Verdict, grade, says_unknown
 from persona.benchmark.phases import Category, Check, fact_refs_at, parse_directives
 from persona.engine.model import ModelTurn
 from persona.engine.replies import is_agent_reply, unwrap_reply
-from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, PHASE_HEADER
+from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, KEPT, PHASE_HEADER
 from persona.state import ToolCall
 
 SEARCH_PROMPTS = {
@@ -76,6 +76,7 @@ class Done:
     checks: frozenset[str] = frozenset()
     changed: frozenset[tuple[str, str]] = frozenset()  # (file, fact id) edited in this phase
     added: frozenset[tuple[str, int]] = frozenset()  # (file, section) that got a fact in this phase
+    kept: int = 0  # messages after the note kept from before the cut: their work is in the lists above
 
 
 def _sentence(text: str) -> str:
@@ -201,8 +202,10 @@ def _done(note: str) -> Done:
     def pairs(label: str) -> list[tuple[str, str]]:
         return [(f, i) for f, _, i in (x.partition(" ") for x in listed(label)) if i]
 
+    kept = listed(KEPT)
     return Done(checks=frozenset(listed(DONE_CHECKS)), changed=frozenset(pairs(DONE_CHANGED)),
-                added=frozenset((f, int(i.split(".")[0])) for f, i in pairs(DONE_ADDED)))
+                added=frozenset((f, int(i.split(".")[0])) for f, i in pairs(DONE_ADDED)),
+                kept=int(kept[0]) if kept and kept[0].isdigit() else 0)
 
 
 def _phase_start(messages: list[dict[str, Any]]) -> tuple[int, str, Done]:
@@ -240,11 +243,12 @@ class ScriptedPersona:
         self._ids = itertools.count(1)
 
     def decide(self, messages: list[dict[str, Any]]) -> Move:
-        """Replay the current phase's plan against the turns since its brief; the next move."""
+        """Replay the current phase's plan against the turns since its brief (after a compaction's note,
+        since the messages it kept, whose work the note lists as done); the next move."""
         start, brief, done = _phase_start(messages)
         mover = Mover(phase_plan(brief, self.language, done))
         move = mover.move()
-        i = start + 1
+        i = start + 1 + done.kept
         while i < len(messages):
             if messages[i]["role"] != "assistant":
                 i += 1
