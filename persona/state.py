@@ -495,7 +495,7 @@ def parse_saved(raw: bytes, path: Path) -> RunState:
     try:
         data = json.loads(raw)
     except ValueError as e:
-        raise StateUnreadable(f"{path}: not JSON ({e})") from None
+        raise StateUnreadable(f"{path} is unreadable: not JSON ({e})") from None
     saved_version(data, path)
     if not isinstance(data, dict):
         raise StateUnreadable(f"{path}: not a run's state (not a JSON object)")

@@ -62,7 +62,7 @@ def test_a_corrupt_state_is_reported_not_overwritten(tmp_path):
     store = RunStore(tmp_path / "r")
     store.folder.mkdir(parents=True)
     store.path.write_text("{not json")
-    with pytest.raises(RunError, match=f"^{store.path}: not JSON .*; the run's files are left as they are"):
+    with pytest.raises(RunError, match=f"^{store.path} is unreadable: not JSON .*; the run's files are left as they are"):
         store.load()
     assert store.path.read_text() == "{not json"
 
