@@ -53,8 +53,8 @@ log = logging.getLogger(__name__)
 
 _shots = itertools.count(1)
 # Matched with document.querySelectorAll inside the page (reply_watch), so plain CSS only.
-_CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "tool", "thought", "status",
-             "notice", "error")
+_CSS_ONLY = ("assistant_message", "user_message", "message", "author", "busy", "done", "ignore", "strip", "tool",
+             "thought", "status", "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 _HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
 _CLEARED_CHECK_S = 1.0  # while send is not clickable, whether what we typed is still in the input, this often
@@ -324,8 +324,9 @@ class PlaywrightDriver(ChatDriver):
             await self.tracer.end_group()
 
     async def chat_before(self) -> ChatBefore | None:
-        """Our bubbles (user_message), counted and read in the page as the reply watch does."""
-        if not self._sel.user_message:
+        """Our bubbles (user_message, or message by our author), counted and read in the page as the reply
+        watch does."""
+        if not self._sel.tells_ours:
             return None
         return await ReplyWatch(self._scope(), self.profile).ours()
 
@@ -414,13 +415,13 @@ class PlaywrightDriver(ChatDriver):
 
     async def _wait_sent(self, watch: ReplyWatch, text: str) -> bool:
         """Our bubble is in the chat (True); False where the profile cannot see our bubbles."""
-        if not self._sel.user_message:
+        if not self._sel.tells_ours:
             return False
         shown = await watch.wait_sent()
         if shown is None:
+            ours = self._sel.user_message or f"{self._sel.message!r} by our author"
             raise await self._error(
-                f"the message did not show up as sent: no new {self._sel.user_message!r} "
-                f"within {self.profile.send_timeout_s:g} s")
+                f"the message did not show up as sent: no new {ours!r} within {self.profile.send_timeout_s:g} s")
         if squash(shown) != squash(text):  # markdown rendering changes text, so this only warns
             log.warning("the chat shows our message as %r, not as typed (%r)", shown[:120], text[:120])
         return True
@@ -556,7 +557,7 @@ class PlaywrightDriver(ChatDriver):
         await self._page().goto(self._open_url, wait_until="domcontentloaded")
 
     async def _messages_shown(self) -> int:
-        counted = self._sel.user_message or self._sel.assistant_message
+        counted = self._sel.user_message or self._sel.message or self._sel.assistant_message
         frame = await self._frame()
         return await bounded(frame.evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""]), PAGE_GRACE_S, "counting messages")
 
@@ -592,7 +593,7 @@ class PlaywrightDriver(ChatDriver):
     async def _wait_empty(self, mode: str, deadline: float, before: int, old_url: str, resend: str | None) -> int:
         """Wait until the chat's frame shows no message for a moment; returns how often `resend` was sent."""
         page = self._page()
-        counted = self._sel.user_message or self._sel.assistant_message
+        counted = self._sel.user_message or self._sel.message or self._sel.assistant_message
         gap_s, sent = _RESEND_AFTER_S, 1
         while True:
             left_s = deadline - time.monotonic()

@@ -63,7 +63,7 @@ WATCH_JS = in_page(r"""
   // (the two must be laid out apart), and every list is read in that order.
   const reversedNow = () => {
     if (window.__mmbReversed !== undefined) return window.__mmbReversed;
-    const msgs = all([cfg.assistant, cfg.user].filter(Boolean).join(", ")).filter((e) => e.getClientRects().length);
+    const msgs = all(cfg.message || [cfg.assistant, cfg.user].filter(Boolean).join(", ")).filter((e) => e.getClientRects().length);
     if (msgs.length < 2) return false;
     const first = msgs[0], last = msgs[msgs.length - 1];
     if (Q.contains(first, last) || Q.contains(last, first)) return false;
@@ -138,14 +138,54 @@ WATCH_JS = in_page(r"""
   const plainText = (el) => (@PLAIN_TEXT@)(el, cfg.strip);  // our own bubble, as the chat shows it
   const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
-  const candidates = () => ordered(cfg.assistant);
   const seen = (w, el) => w.seen.has(el);
+
+  // Where only the author's name tells the two sides apart (cfg.message with cfg.author), a bubble is
+  // the agent's or ours by the name it shows (an avatar's alt, aria-label or title too), matched whole
+  // and case-insensitively; a bubble showing none is by the author of the one before it. A side whose
+  // pattern is not given is every author the other does not match.
+  const byName = !!cfg.message;
+  const whole = (p) => (p ? new RegExp("^(?:" + p + ")$", "i") : null);
+  const agentName = whole(cfg.authorAgent), userName = whole(cfg.authorUser);
+  const sideMemo = byName ? (window.__mmbSides = window.__mmbSides || new Map()) : null;
+  const memoKey = [cfg.author, cfg.authorAgent, cfg.authorUser].join("\u0000");
+  if (byName && !sideMemo.has(memoKey)) sideMemo.set(memoKey, new WeakMap());
+  function nameOf(el) {
+    const a = Q.all(cfg.author, el)[0];
+    if (!a) return null;
+    const img = a.matches("img, [role=img]") ? a : a.querySelector("img[alt], [role=img][aria-label]");
+    const said = (a.textContent || "").trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
+                 a.getAttribute("aria-label") || a.getAttribute("title") || "";
+    return said.replace(/\s+/g, " ").trim() || null;
+  }
+  function ownSide(el) {  // from the bubble's own name; null when it shows none (a name drawn later is read then)
+    const memo = sideMemo.get(memoKey);
+    if (memo.has(el)) return memo.get(el);
+    const name = nameOf(el);
+    if (name === null) return null;
+    const agent = !!agentName && agentName.test(name), user = !!userName && userName.test(name);
+    const side = agent ? "agent" : user ? "user" : !agentName ? "agent" : !userName ? "user" : "other";
+    memo.set(el, side);
+    return side;
+  }
+  function sides() {  // [the agent's bubbles, ours], in reading order
+    const agent = [], user = [];
+    let side = null;
+    for (const el of ordered(cfg.message)) {
+      side = ownSide(el) || side;
+      if (side === "agent") agent.push(el); else if (side === "user") user.push(el);
+    }
+    return [agent, user];
+  }
+  const candidates = () => (byName ? sides()[0] : ordered(cfg.assistant));
+  const ourBubbles = () => (byName ? sides()[1] : ordered(cfg.user));
+  const tellsOurs = !!cfg.user || byName;
 
   // Our message is in the chat: more user bubbles than before, or (a virtualized list such as
   // Telegram K's or OpenClaw's drops old bubbles, so the count may not grow) a last user bubble
   // without our mark while marked ones remain (else the list was re-rendered).
   function ours(w) {
-    const users = ordered(cfg.user);
+    const users = ourBubbles();
     const last = users[users.length - 1];
     const fresh = w.marking && !!last && !seen(w, last) && users.some((u) => seen(w, u));
     return users.length > w.usersBefore || fresh ? last : null;
@@ -157,7 +197,7 @@ WATCH_JS = in_page(r"""
   function assess(w, exact) {
     let bubbles = candidates();
     let anchor = null;
-    if (cfg.user) {
+    if (tellsOurs) {
       anchor = ours(w);
       if (!anchor) return null;  // our message is not shown yet
       bubbles = tail(bubbles, anchor);
@@ -226,15 +266,15 @@ WATCH_JS = in_page(r"""
     for (const other of Object.values(W)) end(other, null);
     Q.refresh();
     const before = candidates();
-    const users = ordered(cfg.user);
+    const users = ourBubbles();
     // Marks live in the watch, not on the nodes: writing 2,000 attributes would restyle the whole chat.
     const marks = new WeakSet();
-    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error, workSel]) for (const el of all(s)) marks.add(el);
+    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.message, cfg.notice, cfg.done, cfg.error, workSel]) for (const el of all(s)) marks.add(el);
     const now = performance.now();
     const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, busyLast: 0, firstFrom: 0, placeholderSeen: false, recheckAt: 0,
                usersBefore: cfg.usersBefore === null ? users.length : cfg.usersBefore,
                lastUser: users.length ? plainText(users[users.length - 1]) : null,
-               before: cfg.user ? [] : before.filter((el) => !ignored(el)).map(quickText),
+               before: tellsOurs ? [] : before.filter((el) => !ignored(el)).map(quickText),
                marked: mark ? before.length : 0, marking: !!mark, seen: marks, observer: null, stop: null,
                checks: 0, checkMs: 0, work: new Map(), workOrder: [], workChanged: 0};
     // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
@@ -251,7 +291,7 @@ WATCH_JS = in_page(r"""
   // An error shown where the reply should be (a new one, after our message) ends the wait at once.
   function shownError(w) {
     if (!cfg.error) return null;
-    const anchor = cfg.user ? ours(w) : null;
+    const anchor = tellsOurs ? ours(w) : null;
     const shown = anchor ? tail(ordered(cfg.error), anchor) : all(cfg.error);
     const errors = shown.filter((el) => visible(el) && !seen(w, el));
     if (!errors.length) return null;
@@ -366,7 +406,7 @@ WATCH_JS = in_page(r"""
   }
 
   if (op === "arm") { const w = arm(true); return {users: w.usersBefore, last: w.lastUser}; }
-  if (op === "ours") { const users = ordered(cfg.user); return {users: users.length, last: users.length ? plainText(users[users.length - 1]) : null}; }
+  if (op === "ours") { const users = ourBubbles(); return {users: users.length, last: users.length ? plainText(users[users.length - 1]) : null}; }
   // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { end(w, null); return true; }
@@ -411,11 +451,10 @@ class WaitFailure:
         if not s:
             return self.stage
         if s.get("stage") == "our message is not shown":
-            return f"{self.stage}: user_message {sel.get('user')!r} shows no new message of ours"
-        found = (f"{s['bubbles']} bubble(s) matched assistant_message {sel.get('assistant')!r}, the last "
+            return f"{self.stage}: {_ours(sel)} shows no new message of ours"
+        found = (f"{s['bubbles']} bubble(s) matched {_theirs(sel)}, the last "
                  f"{s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else
-                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched assistant_message "
-                 f"{sel.get('assistant')!r} after our message")
+                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched {_theirs(sel)} after our message")
         parts = [found]
         if s.get("assistantMatchesOurs"):
             parts.append(f"assistant_message {sel.get('assistant')!r} also matches our own message "
@@ -429,6 +468,24 @@ class WaitFailure:
         if s.get("work"):
             parts.append(f"{s['work']} piece(s) of the agent's work shown (tool / thought / status)")
         return f"{self.stage}: " + "; ".join(parts)
+
+
+def _theirs(sel: dict[str, Any]) -> str:
+    """How the profile finds the agent's bubbles, in words."""
+    if sel.get("message"):
+        who = f"authors.agent {sel['authorAgent']!r}" if sel.get("authorAgent") else \
+            f"any author but authors.user {sel.get('authorUser')!r}"
+        return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
+    return f"assistant_message {sel.get('assistant')!r}"
+
+
+def _ours(sel: dict[str, Any]) -> str:
+    """How the profile finds our bubbles, in words."""
+    if sel.get("message"):
+        who = f"authors.user {sel['authorUser']!r}" if sel.get("authorUser") else \
+            f"any author but authors.agent {sel.get('authorAgent')!r}"
+        return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
+    return f"user_message {sel.get('user')!r}"
 
 
 def _progress(state: dict[str, Any]) -> str:
@@ -463,8 +520,12 @@ class ReplyWatch:
         self.cfg = {
             "token": next(_tokens), "assistant": sel.assistant_message, "user": sel.user_message,
             "usersBefore": users_before, "busy": sel.busy, "done": sel.done, "ignore": sel.ignore,
-            "strip": sel.strip, "notice": sel.notice, "error": sel.error, "placeholders": c.placeholder_patterns,
-            "tool": sel.tool, "thought": sel.thought, "status": sel.status,
+            # the author's name is not the bubble's text: stripped like a timestamp
+            "strip": ", ".join(x for x in (sel.strip, sel.author) if x) or None,
+            "notice": sel.notice, "error": sel.error, "placeholders": c.placeholder_patterns,
+            "tool": sel.tool, "thought": sel.thought, "status": sel.status, "message": sel.message, "author": sel.author,
+            "authorAgent": profile.authors.agent if profile.authors else None,
+            "authorUser": profile.authors.user if profile.authors else None,
             "placeholderBusy": c.placeholder_means_busy, "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers,
             "quietDone": c.quiet_ms_with_done, "activityQuiet": c.activity_quiet_ms, "pollMs": c.poll_ms,
         }

@@ -50,6 +50,7 @@ from tests.support.variant_lab import WIDGET_HOST, Variant, app_page, host_page
 
 Responder = Callable[[str, list[dict[str, str]]], list[str]]
 NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
+AGENT_NAME = "Memo"  # the agent's name on its bubbles, where only names tell the sides apart (LabScenario.authors)
 AGENT_ERROR = "Error: the model is overloaded, try again."
 
 
@@ -112,6 +113,9 @@ class LabScenario(BaseModel):
     newest_first: bool = False  # the DOM lists the newest message first, laid out bottom-up (column-reverse): a reader
     # still sees the oldest on top
     forgets_on_reload: bool = False  # a page loaded shows an empty chat (the server keeps the conversation)
+    # Sides told apart only by who wrote them (every bubble the same `.msg`): a name in each bubble ("User", the
+    # agent's "Memo"), the name only on the first bubble of a group (messengers), or an avatar whose alt names it.
+    authors: Literal["none", "name", "name-once", "avatar"] = "none"
     stop_class_counter: bool = False  # the stop button's class carries a counter that changes with each page load
     # (stopButton-<n>), as CSS-in-JS builds name classes
 
@@ -179,6 +183,10 @@ class ChatLab:
             **({"tool": ".work.tool", "thought": ".work.thought", "status": ".work.status"} if s.work else {}),
             **overrides.pop("selectors", {}),
         }
+        if s.authors != "none":
+            selectors.update(assistant_message=None, user_message=None, message="#log .msg",
+                             author=".avatar" if s.authors == "avatar" else ".name")
+            overrides.setdefault("authors", {"agent": AGENT_NAME})
         completion = {"first_bubble_timeout_s": 30, "timeout_s": 60, **overrides.pop("completion", {})}
         return Profile(name=name, url=self.url + "/", selectors=Selectors(**selectors),
                        completion=Completion(**completion), **overrides)
@@ -405,15 +413,26 @@ _HTML = r"""<!doctype html>
     x.node = el;
     return el;
   }
+  // Who wrote a bubble, where only that tells the sides apart: a name or an avatar, maybe once per group.
+  function authorOf(m) {
+    const name = m.role === "me" ? "User" : "Memo";
+    const prev = msgs[msgs.indexOf(m) - 1];
+    if (cfg.authors === "name-once" && prev && prev.role === m.role) return null;
+    if (cfg.authors === "avatar") return Object.assign(document.createElement("img"), {className: "avatar", alt: name,
+      src: "data:image/svg+xml," + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"/>')});
+    return Object.assign(document.createElement("span"), {className: "name", textContent: name});
+  }
   function build(m) {
     if (m.role === "work") return buildWork(m);
     const el = document.createElement("div");
-    el.className = "bubble " + m.role + (m.welcome ? " welcome" : "");
+    const named = cfg.authors !== "none" && m.role !== "error";
+    el.className = "bubble " + (named ? "msg" : m.role) + (m.welcome ? " welcome" : "");
+    if (named) { const who = authorOf(m); if (who) el.append(who, document.createElement("br")); }
     if (m.work) for (const x of m.work) el.append(buildWork(x));
-    if (cfg.text_span || m.work) el.append(Object.assign(document.createElement("span"), {className: "text"}));
+    if (cfg.text_span || m.work || named) el.append(Object.assign(document.createElement("span"), {className: "text"}));
     setText(el, m.text);
     if (m.workAfter) for (const x of m.workAfter) el.append(buildWork(x));
-    const marked = m.done && m.role === "bot";
+    const marked = m.done && m.role === "bot";  // (with authors too: the markers stay the agent's)
     if (marked && cfg.done === "attr") el.dataset.done = "1";
     const frag = document.createDocumentFragment();
     frag.append(el);
