@@ -93,11 +93,13 @@ def install_openclaw() -> OpenClawInstall:
     return OpenClawInstall(node, npm_install("openclaw", OPENCLAW, path_first=node.bin))
 
 
-def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
+def gateway_config(workdir: Path, model_url: str, model: str, *, context_window: int = 128000,
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """What `openclaw onboard --non-interactive --auth-choice custom-api-key` writes, plus the
-    offline settings; written directly because onboarding takes a minute and needs the same inputs."""
+    offline settings; written directly because onboarding takes a minute and needs the same inputs.
+    `extra` is merged in, key by key (e.g. openclaw_memory.MEMORY_SETTINGS)."""
     ref = f"{MODEL_PROVIDER}/{model}"
-    return {
+    return _merged({
         "agents": {"defaults": {"workspace": str(workdir / "workspace"), "skipBootstrap": True,
                                 "model": {"primary": ref}, "models": {ref: {}}}},
         "gateway": {"mode": "local", "bind": "loopback", "auth": {"mode": "token"},  # the token comes from env
@@ -107,10 +109,16 @@ def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
         "discovery": {"mdns": {"mode": "off"}},
         "models": {"mode": "merge", "providers": {MODEL_PROVIDER: {
             "baseUrl": model_url, "api": "openai-completions", "apiKey": "sk-local-test",
-            "models": [{"id": model, "name": model, "contextWindow": 128000, "maxTokens": 4096, "input": ["text"],
+            "models": [{"id": model, "name": model, "contextWindow": context_window, "maxTokens": 4096, "input": ["text"],
                         "reasoning": False, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
         }}},
-    }
+    }, extra or {})
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        base[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return base
 
 
 def _openclaw_frontend(installed: OpenClawInstall, token: str) -> Frontend:
@@ -129,7 +137,7 @@ def _openclaw_frontend(installed: OpenClawInstall, token: str) -> Frontend:
 
 @contextlib.contextmanager
 def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, workdir: Path,
-                     token: str) -> Iterator[Running]:
+                     token: str, context_window: int = 128000, extra: dict[str, Any] | None = None) -> Iterator[Running]:
     """The gateway, serving its Control UI, until the block ends (stopped with its process group).
 
     On a loaded two-core machine the first start takes minutes (SQLite state, plugin scan); the
@@ -138,7 +146,8 @@ def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, 
     """
     config = workdir / ".openclaw" / "openclaw.json"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps(gateway_config(workdir, model_url, model), indent=1))
+    config.write_text(json.dumps(gateway_config(workdir, model_url, model, context_window=context_window, extra=extra),
+                                 indent=1))
     frontend = _openclaw_frontend(installed, token)
     for attempt in (1, 2):
         stack = contextlib.ExitStack()

@@ -33,9 +33,23 @@ from tests.support.chat_model import ACK, PREFIX, SEARCHED_UNKNOWN, UNKNOWN, rec
 from tests.support.node_frontends import person_said
 from tests.support.quirk_server import Refused
 
+# OpenClaw's memory offline and of the files alone (gateway_config's `extra`): memory_search by keywords
+# (FTS5, no embedding provider), no recall from other conversations' transcripts, no dreaming sweep
+# (a scheduled model call that would rewrite MEMORY.md behind the test's back).
+MEMORY_SETTINGS: dict[str, Any] = {
+    "memory": {"search": {"provider": "none", "rememberAcrossConversations": False}},
+    "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": False}}}}},
+}
 SEARCH_TOOL = "memory_search"
 NOT_FOUND = "Optional file not found"  # what `read` with optional=true says of a missing file
 _COUNTER = TokenCounter("o200k_base")
+# The shape of OpenClaw's summarization request (2026.9.6)
+_CONVERSATION = "<conversation>"
+_USER_LINE = re.compile(r"^\[User[^\]]*\]: (.+)$", re.M)
+_PENDING = re.compile(r"Latest unresolved user request[^<]*<untrusted-text>\s*(.+?)\s*</untrusted-text>", re.S)
+_HEADING = re.compile(r"^## (.+)$", re.M)
+_PATH = re.compile(r"\bmemory/[\w.-]+\.md\b")
+_SENDER = "Conversation info:"
 _DATE = re.compile(r"Current date: (\d{4}-\d{2}-\d{2})")
 
 
@@ -58,6 +72,7 @@ class OpenClawMemoryModel:
     tool_uses: list[ToolUse] = field(default_factory=list)  # every tool call, in order
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
     overflows: int = 0  # requests refused for their length
+    summaries: int = 0  # compaction summaries written
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -80,6 +95,11 @@ class OpenClawMemoryModel:
         return answer
 
     def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        asked = text_of(messages[-1].get("content")) if messages else ""
+        if _CONVERSATION in asked:  # OpenClaw's compaction: summarize, in the sections it asks for
+            with self._lock:
+                self.summaries += 1
+            return {"content": summary(asked)}
         said_at = _last_said(messages)
         if said_at is None:
             return {"content": "NO_REPLY"}
@@ -118,6 +138,23 @@ class OpenClawMemoryModel:
         return {"content": PREFIX + " ".join(found)}
 
 
+def summary(request: str) -> str:
+    """A compaction summary as OpenClaw's summarizer prompt asks for it: its headings, in its order, the
+    person's statements as what was decided, the request still open first among the pending asks, and
+    every file path of the conversation kept exactly."""
+    conversation = request.split(_CONVERSATION, 1)[1].split("</conversation>", 1)[0]
+    told = [m.group(1).strip() for m in _USER_LINE.finditer(conversation)]
+    statements = [t for t in told if not is_question(t)]
+    pending = _PENDING.search(request)
+    sections = {
+        "Decisions": [f"The user said: {t}" for t in statements] + ["Each fact is written to the day's memory note."],
+        "Pending user asks": [pending.group(1).strip()] if pending else [],
+        "Exact identifiers": sorted(set(_PATH.findall(conversation))),
+    }
+    headings = _HEADING.findall(request.split(_CONVERSATION, 1)[0] + request.split("</conversation>", 1)[-1])
+    return "\n\n".join(f"## {h}\n" + "\n".join(f"- {item}" for item in sections.get(h) or ["None."]) for h in headings)
+
+
 def memory_path(messages: list[dict[str, Any]]) -> str:
     """The day's memory note, relative to the workspace, for the date OpenClaw's system prompt gives."""
     system = " ".join(text_of(m.get("content")) for m in messages if m.get("role") == "system")
@@ -126,8 +163,12 @@ def memory_path(messages: list[dict[str, Any]]) -> str:
 
 
 def _last_said(messages: list[dict[str, Any]]) -> int | None:
+    """The person's last message. What they typed comes with its sender ("Conversation info: … sender");
+    the gateway's own user messages do not: "(session bootstrap)", and after a compaction "Continue the
+    current task from the existing transcript…", which must not be taken for a statement."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user" and person_said(messages[i].get("content")):
+        m = messages[i]
+        if m.get("role") == "user" and _SENDER in text_of(m.get("content")) and person_said(m.get("content")):
             return i
     return None
 
