@@ -130,3 +130,13 @@ def test_openclaws_compaction_gets_a_summary_in_its_sections_and_its_continuatio
     answer = model([SYSTEM, *chat], [])
     assert answer["tool_calls"][0]["name"] == "tool_call", "a search for the question, not a note of the continuation"
     assert gateway.turn(chat[:1], "Where does my sister live?") == "I don't think you told me that in this chat."
+
+
+def test_a_turn_compacted_midway_goes_on_with_the_summarys_pending_ask() -> None:
+    summary = ("The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+               "## Decisions\n- The user said: My new bike cost 640 EUR.\n\n## Pending user asks\n"
+               "- How much did my new bike cost?\n\n## Exact identifiers\n- memory/2026-12-01.md\n</summary>")
+    answer = OpenClawMemoryModel()([SYSTEM, {"role": "user", "content": [{"type": "text", "text": summary}]},
+                                    {"role": "user", "content": "[Tue 2026-12-01 10:01 UTC] Continue the current task."}], [])
+    call = answer["tool_calls"][0]
+    assert call["name"] == "tool_call" and json.loads(call["arguments"])["args"]["query"] == "How much did my new bike cost?"

@@ -45,6 +45,7 @@ NOT_FOUND = "Optional file not found"  # what `read` with optional=true says of 
 _COUNTER = TokenCounter("o200k_base")
 # The shape of OpenClaw's summarization request (2026.9.6)
 _CONVERSATION = "<conversation>"
+_SUMMARY = "<summary>"  # how the compacted history comes back
 _USER_LINE = re.compile(r"^\[User[^\]]*\]: (.+)$", re.M)
 _PENDING = re.compile(r"Latest unresolved user request[^<]*<untrusted-text>\s*(.+?)\s*</untrusted-text>", re.S)
 _HEADING = re.compile(r"^## (.+)$", re.M)
@@ -101,9 +102,12 @@ class OpenClawMemoryModel:
                 self.summaries += 1
             return {"content": summary(asked)}
         said_at = _last_said(messages)
-        if said_at is None:
-            return {"content": "NO_REPLY"}
-        said = person_said(messages[said_at]["content"]) or ""
+        if said_at is not None:
+            said = person_said(messages[said_at]["content"]) or ""
+        else:  # compacted in the middle of a turn: the person's message is in the summary's pending asks
+            said_at, said = _pending_ask(messages)
+            if said_at is None:
+                return {"content": "NO_REPLY"}
         done = _tool_steps(messages[said_at + 1:])
         if is_question(said) or is_search_request(said):
             return self._recall(said, messages[:said_at], done)
@@ -171,6 +175,17 @@ def _last_said(messages: list[dict[str, Any]]) -> int | None:
         if m.get("role") == "user" and _SENDER in text_of(m.get("content")) and person_said(m.get("content")):
             return i
     return None
+
+
+def _pending_ask(messages: list[dict[str, Any]]) -> tuple[int | None, str]:
+    """The first pending ask of a compaction summary in the request, and where the summary is."""
+    for i in range(len(messages) - 1, -1, -1):
+        text = text_of(messages[i].get("content"))
+        if messages[i].get("role") == "user" and _SUMMARY in text:
+            asks = text.split("## Pending user asks", 1)[-1].split("\n## ", 1)[0] if "## Pending user asks" in text else ""
+            first = next((line.strip()[2:].strip() for line in asks.splitlines() if line.strip().startswith("- ")), "")
+            return (i, first) if first and first != "None." else (None, "")
+    return None, ""
 
 
 def _tool_steps(after: list[dict[str, Any]]) -> list[tuple[str, str]]:
