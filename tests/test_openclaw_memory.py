@@ -140,3 +140,24 @@ def test_a_turn_compacted_midway_goes_on_with_the_summarys_pending_ask() -> None
                                     {"role": "user", "content": "[Tue 2026-12-01 10:01 UTC] Continue the current task."}], [])
     call = answer["tool_calls"][0]
     assert call["name"] == "tool_call" and json.loads(call["arguments"])["args"]["query"] == "How much did my new bike cost?"
+
+
+def test_a_split_turn_goes_on_from_the_summarys_request_and_a_new_session_gets_a_title() -> None:
+    model = OpenClawMemoryModel()
+    prefix = ('<conversation>\n[User sender={"id":"o"}]: Could you search your memory for that?\n</conversation>\n\n'
+              "Summarize the prefix:\n\n## Original Request\n[What did the user ask for?]\n\n## Early Progress\n- [...]\n")
+    out = model([{"role": "system", "content": "You are a context summarization assistant."},
+                 {"role": "user", "content": prefix}], [])["content"]
+    assert out.startswith("## Original Request\n- Could you search your memory for that?\n\n## Early Progress")
+    summary = ('<summary>\n## Pending user asks\nLatest user request context: "Could you search your memory for that?"\n\n'
+               "## Recent turns preserved verbatim\n- User: Which instrument do I play?\n</summary>")
+    search = {"tool": {"name": "memory_search"}, "result": {"content": [{"type": "text", "text": '{"results": []}'}]}}
+    retried = [SYSTEM, {"role": "user", "content": [{"type": "text", "text": summary}]},
+               {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                   "name": "tool_call", "arguments": '{"id": "memory_search", "args": {"query": "Which instrument do I play?"}}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": json.dumps(search)},
+               {"role": "user", "content": "[Tue 2026-12-01 10:01 UTC] Continue the current task."}]
+    assert model(retried, [])["content"] == "I searched this conversation again, but I don't think you told me that."
+    title = model([{"role": "system", "content": "Generate a concise session title (3-6 words)."},
+                   {"role": "user", "content": "What is our dog called?"}], [])
+    assert title["content"] == "What is our dog called"

@@ -46,6 +46,8 @@ _COUNTER = TokenCounter("o200k_base")
 # The shape of OpenClaw's summarization request (2026.9.6)
 _CONVERSATION = "<conversation>"
 _SUMMARY = "<summary>"  # how the compacted history comes back
+_SUMMARY_USER = re.compile(r"^- User: (.+)$", re.M)  # its "Recent turns preserved verbatim"
+_TITLE = "session title"  # the request that names a new session
 _USER_LINE = re.compile(r"^\[User[^\]]*\]: (.+)$", re.M)
 _PENDING = re.compile(r"Latest unresolved user request[^<]*<untrusted-text>\s*(.+?)\s*</untrusted-text>", re.S)
 _HEADING = re.compile(r"^## (.+)$", re.M)
@@ -97,6 +99,9 @@ class OpenClawMemoryModel:
 
     def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         asked = text_of(messages[-1].get("content")) if messages else ""
+        system = text_of(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+        if _TITLE in system:  # OpenClaw names a new session after its first message
+            return {"content": " ".join(asked.split()[:6]).rstrip("?.!") or "New chat"}
         if _CONVERSATION in asked:  # OpenClaw's compaction: summarize, in the sections it asks for
             with self._lock:
                 self.summaries += 1
@@ -110,7 +115,7 @@ class OpenClawMemoryModel:
                 return {"content": "NO_REPLY"}
         done = _tool_steps(messages[said_at + 1:])
         if is_question(said) or is_search_request(said):
-            return self._recall(said, messages[:said_at], done)
+            return self._recall(said, messages[:said_at + 1], done)  # with a summary that holds the ask
         return self._remember(said, memory_path(messages), done)
 
     def _remember(self, said: str, path: str, done: list[tuple[str, str]]) -> dict[str, Any]:
@@ -129,7 +134,7 @@ class OpenClawMemoryModel:
         searched = is_search_request(said)
         question = said
         if searched:
-            asked = [s for s in (person_said(m["content"]) for m in before if m.get("role") == "user") if s and is_question(s)]
+            asked = _earlier_questions(before)
             if not asked:
                 return {"content": "What should I look for? Ask me the question first."}
             question = asked[-1]
@@ -154,6 +159,9 @@ def summary(request: str) -> str:
         "Decisions": [f"The user said: {t}" for t in statements] + ["Each fact is written to the day's memory note."],
         "Pending user asks": [pending.group(1).strip()] if pending else [],
         "Exact identifiers": sorted(set(_PATH.findall(conversation))),
+        # the format of a turn split by the compaction: what its retained end needs to go on
+        "Original Request": told[-1:],
+        "Early Progress": [f"The user said: {t}" for t in statements],
     }
     headings = _HEADING.findall(request.split(_CONVERSATION, 1)[0] + request.split("</conversation>", 1)[-1])
     return "\n\n".join(f"## {h}\n" + "\n".join(f"- {item}" for item in sections.get(h) or ["None."]) for h in headings)
@@ -178,14 +186,36 @@ def _last_said(messages: list[dict[str, Any]]) -> int | None:
 
 
 def _pending_ask(messages: list[dict[str, Any]]) -> tuple[int | None, str]:
-    """The first pending ask of a compaction summary in the request, and where the summary is."""
+    """The person's open request as a compaction summary in the request keeps it (its pending asks, or
+    the original request of a split turn), and where the summary is."""
     for i in range(len(messages) - 1, -1, -1):
         text = text_of(messages[i].get("content"))
-        if messages[i].get("role") == "user" and _SUMMARY in text:
-            asks = text.split("## Pending user asks", 1)[-1].split("\n## ", 1)[0] if "## Pending user asks" in text else ""
-            first = next((line.strip()[2:].strip() for line in asks.splitlines() if line.strip().startswith("- ")), "")
-            return (i, first) if first and first != "None." else (None, "")
+        if messages[i].get("role") != "user" or _SUMMARY not in text:
+            continue
+        for heading in ("Pending user asks", "Original Request"):
+            section = text.split(f" {heading}\n", 1)[1].split("\n#", 1)[0] if f" {heading}\n" in text else ""
+            first = next((line.strip().lstrip("-* ").strip() for line in section.splitlines() if line.strip()), "")
+            quoted = re.search(r'"(.+)"', first)
+            ask = quoted.group(1) if quoted else first
+            if ask and ask.rstrip(".") not in ("None", "No prior history"):
+                return i, ask
+        return None, ""
     return None, ""
+
+
+def _earlier_questions(before: list[dict[str, Any]]) -> list[str]:
+    """The person's questions before the turn, oldest first: their messages, and the user lines a
+    compaction summary kept."""
+    out = []
+    for m in before:
+        if m.get("role") != "user":
+            continue
+        text = text_of(m.get("content"))
+        if _SUMMARY in text:
+            out += [q.strip() for q in _SUMMARY_USER.findall(text)]
+        elif _SENDER in text:
+            out.append(person_said(m.get("content")) or "")
+    return [q for q in out if q and is_question(q)]
 
 
 def _tool_steps(after: list[dict[str, Any]]) -> list[tuple[str, str]]:
