@@ -71,9 +71,9 @@ class OpenClawMemoryModel:
     unwritten: tuple[str, ...] = ()
     context_tokens: int | None = None  # a request longer than this is refused as vLLM refuses it
     think_s: float = 0.0
-    answers: list[str] = field(default_factory=list)  # every final answer, in order
-    tool_uses: list[ToolUse] = field(default_factory=list)  # every tool call, in order
-    requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list, repr=False)  # every final answer, in order
+    tool_uses: list[ToolUse] = field(default_factory=list, repr=False)  # every tool call, in order
+    requests: list[list[dict[str, Any]]] = field(default_factory=list, repr=False)
     overflows: int = 0  # requests refused for their length
     summaries: int = 0  # compaction summaries written
     _lock: threading.Lock = field(default_factory=threading.Lock)
