@@ -24,6 +24,7 @@ PROFILE_MODULES = {
     "flowise": "drivers.flowise",
     "botframework_webchat": "drivers.botframework_webchat",
     "assistant_ui": "drivers.assistant_ui",
+    "panel": "drivers.panel",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (the dry run's oracle agent, persona/engine/oracle.py)

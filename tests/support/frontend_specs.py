@@ -44,6 +44,19 @@ STREAMLIT = Frontend(
     ready_path="/_stcore/health",
 )
 
+PANEL = Frontend(
+    name="panel",
+    requirements=("panel==1.9.4", OPENAI),
+    app="panel_app.py",
+    command=lambda bin, launch: [str(bin / "panel"), "serve", "app.py", "--address", "127.0.0.1",
+                                 "--port", str(launch.port), "--allow-websocket-origin", f"127.0.0.1:{launch.port}"],
+    path="/app",
+    ready_path="/app",
+    # every bubble is the same `.chat-message`, its words in nested shadow roots: only the author's name
+    # tells the sides apart, which discovery does not look for
+    discovery_gap=r"NOT FOUND: no selector matches the reply's bubble and not the other's",
+)
+
 
 def _openwebui_env(launch: Launch) -> dict[str, str]:
     """Everything Open WebUI needs to start with no network, no login and no side generations."""
@@ -74,4 +87,4 @@ OPENWEBUI = Frontend(
     ready_timeout_s=300,
 )
 
-FRONTENDS = [GRADIO, CHAINLIT, STREAMLIT, OPENWEBUI]
+FRONTENDS = [GRADIO, CHAINLIT, STREAMLIT, OPENWEBUI, PANEL]
