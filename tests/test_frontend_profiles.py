@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from drivers.registry import build_profile
+from drivers.registry import PROFILE_MODULES, build_profile
 from tests.support.chat_model import ACK, PREFIX, SEARCHED_UNKNOWN, UNKNOWN, answer
-from tests.support.frontend_specs import FRONTENDS
+from tests.support.frontend_specs import DISCOVERED_ONLY, FRONTENDS
 
 FRONTEND_PROFILES = ["gradio", "chainlit", "streamlit", "openwebui", "panel"]
 
@@ -25,6 +25,7 @@ def test_each_frontend_profile_is_complete_and_overridable(name: str) -> None:
 
 def test_every_profile_has_a_real_frontend_test() -> None:
     assert sorted(f.name for f in FRONTENDS) == sorted(FRONTEND_PROFILES)
+    assert not {f.name for f in DISCOVERED_ONLY} & set(PROFILE_MODULES), "a UI with a profile is tested with it"
 
 
 def test_an_unknown_override_is_refused() -> None:

@@ -88,3 +88,21 @@ OPENWEBUI = Frontend(
 )
 
 FRONTENDS = [GRADIO, CHAINLIT, STREAMLIT, OPENWEBUI, PANEL]
+
+# Chat UIs with no ready profile: what `mmb discover` finds on them must play the benchmark.
+NICEGUI = Frontend(
+    name="nicegui",
+    requirements=("nicegui==3.18.0", OPENAI),
+    app="nicegui_app.py",
+    command=_python_app,
+    env=lambda launch: {"PORT": str(launch.port)},
+)
+
+SHINY = Frontend(
+    name="shiny",
+    requirements=("shiny==1.8.0", "shinychat==0.7.2", OPENAI),
+    app="shiny_app.py",
+    command=lambda bin, launch: [str(bin / "shiny"), "run", "app.py", "--host", "127.0.0.1", "--port", str(launch.port)],
+)
+
+DISCOVERED_ONLY = [NICEGUI, SHINY]

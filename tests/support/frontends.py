@@ -162,6 +162,7 @@ def start(frontend: Frontend, *, model_url: str, model: str, workdir: Path) -> I
            "HOME": str(workdir), "PYTHONUNBUFFERED": "1", "OPENAI_BASE_URL": model_url,
            "OPENAI_API_KEY": "sk-local-test", "MMB_TEST_MODEL": model, **frontend.env(launch)}
     env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTEST_CURRENT_TEST", None)  # NiceGUI takes a process that has it for one of its own screen tests
     log = workdir / f"{frontend.name}.log"
     started = time.monotonic()
     with open(log, "w") as out:
