@@ -86,13 +86,18 @@ WATCH_JS = in_page(r"""
                 "[class*=summary], [class*=header], [class*=label]";
   // Its text as the page holds it, a collapsed body included, lines broken where blocks are (no layout).
   const BLOCK = /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|BR|BUTTON|DD|DETAILS|DIV|DL|DT|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HR|LI|MAIN|NAV|OL|P|PRE|SECTION|SUMMARY|TABLE|TR|UL)$/;
+  // Icons are not words: hidden from assistive tech, drawn (svg), or glyphs of an icon font ("check",
+  // "keyboard_arrow_right" in Material Symbols).
+  const iconic = (el) => el.getAttribute("aria-hidden") === "true" || el.localName === "svg" ||
+    /(^|[-_ ])(icon|icons|material-icons|material-symbols\w*)([-_ ]|$)/i.test(typeof el.className === "string" ? el.className : "") ||
+    (el.isConnected && /icon|material|symbol|awesome|glyph/i.test((getComputedStyle(el).fontFamily || "").split(",")[0]));
   const blockText = (node) => [...node.childNodes].map((n) => (
     n.nodeType === Node.TEXT_NODE ? n.textContent
-      : n.nodeType !== Node.ELEMENT_NODE || /^(SCRIPT|STYLE|TEMPLATE)$/.test(n.tagName) ? ""
-      : BLOCK.test(n.tagName) ? "\n" + blockText(n.shadowRoot || n) + "\n" : blockText(n.shadowRoot || n))).join("");
+      : n.nodeType !== Node.ELEMENT_NODE || /^(script|style|template)$/i.test(n.localName) || iconic(n) ? ""
+      : BLOCK.test(n.tagName.toUpperCase()) ? "\n" + blockText(n.shadowRoot || n) + "\n" : blockText(n.shadowRoot || n))).join("");
   function workOf(el) {
     const text = blockText(el).replace(/[ \t\r\f\v]+/g, " ").replace(/ *\n[\s]*/g, "\n").trim();
-    const heading = Q.all(TITLE, el).map((h) => Q.text(h).replace(/\s+/g, " ").trim()).find(Boolean);
+    const heading = Q.all(TITLE, el).map((h) => blockText(h).replace(/\s+/g, " ").trim()).find(Boolean);
     const title = (heading || text.split("\n")[0] || "").slice(0, 300);
     const cut = text.length > WORK_TEXT_MAX ? ` … [${text.length - WORK_TEXT_MAX} more characters not kept]` : "";
     return {kind: kindOf(el), title, text: text.slice(0, WORK_TEXT_MAX) + cut};

@@ -15,6 +15,10 @@ From telegram-tt's source (tests/support/telegram/a/index.html rebuilds it):
   typing status and the quiet window cover;
 - START: the footer's `.join-subscribe-button` ("Start"), pressed once when a bot chat is new;
 - a new session is the bot's `/new`, verified by its acknowledgement.
+
+An agent's work: Telegram cannot show it apart from the answer. A bot's tool use reaches the chat
+only as messages it sends (a "Searching…" message it edits or deletes, streamed drafts) and as the
+typing status, which is the busy marker; no tool, thought or status selector.
 """
 
 from .profile import Completion, Profile, Selectors

@@ -23,6 +23,10 @@ How tweb shows a bot chat, from its source (tests/support/telegram/k/index.html 
   verified by the bot's acknowledgement (`new_session_ack`). Set `new_session_message` if the
   bot uses another command (/reset, /clear).
 - tweb drops bubbles far from the viewport; the driver marks bubbles rather than counting them.
+
+An agent's work: Telegram cannot show it apart from the answer. A bot's tool use reaches the chat
+only as messages it sends (a "Searching…" message it edits or deletes, streamed drafts) and as the
+typing status, which is the busy marker; no tool, thought or status selector.
 """
 
 from .profile import Completion, Profile, Selectors

@@ -417,7 +417,11 @@ _HTML = r"""<!doctype html>
     head.type = "button";
     head.className = "work-title";
     head.setAttribute("aria-expanded", "true");
-    head.textContent = x.title;
+    // Icons as real UIs draw them in a toggle: an icon font's ligature, an svg spinner with its own style.
+    const glyph = Object.assign(document.createElement("span"), {className: "material-symbols-outlined",
+                                                                 textContent: x.running ? "progress_activity" : "check"});
+    head.innerHTML = '<svg width="8" height="8"><style>.s { fill: #888 }</style><circle class="s" cx="4" cy="4" r="3"/></svg>';
+    head.append(glyph, x.title);
     el.append(head);
     if (x.running) el.append(Object.assign(document.createElement("span"), {className: "spinner", textContent: "⏳"}));
     if (x.body) el.append(Object.assign(document.createElement("div"), {className: "work-body", textContent: x.body}));
