@@ -18,19 +18,14 @@ assets, its service worker, olm, and a config.json naming the homeserver.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.frontends import _tail
-from tests.support.node_frontends import npm_install
+from tests.support.node_frontends import esbuild_bundle, npm_install
 from tests.support.static_site import serve
 
 HYDROGEN = ("hydrogen-view-sdk@0.3.1", "@matrix-org/olm@3.2.15", "esbuild@0.28.2")
@@ -50,28 +45,11 @@ class HydrogenBuild:
 def hydrogen_client(*, timeout_s: float = 900) -> HydrogenBuild:
     """The pinned packages installed and the start-up bundled, or both reused."""
     installed = npm_install("hydrogen", HYDROGEN, timeout_s=timeout_s)
-    home = installed.home
-    entry = ENTRY.read_bytes()
-    wanted = {"packages": list(HYDROGEN), "entry": hashlib.sha256(entry).hexdigest()}
-    out = home / "dist" / "hydrogen-app.js"
-    with open(home / ".bundle.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        stamp = home / "bundled.json"
-        if stamp.exists() and json.loads(stamp.read_text()).get("wanted") == wanted and out.exists():
-            return HydrogenBuild(home, out, installed.seconds, installed.versions)
-        started = time.monotonic()
-        (home / "entry.js").write_bytes(entry)  # beside node_modules, where esbuild resolves imports from
-        log = home / "bundle.log"
-        with open(log, "w") as sink:
-            # olm's emscripten loader names node's modules on a branch a browser never takes
-            done = subprocess.run([str(installed.bin / "esbuild"), "entry.js", "--bundle", "--format=iife",
-                                   "--platform=browser", "--external:fs", "--external:path", "--external:crypto",
-                                   f"--outfile={out}", "--log-level=warning"],
-                                  stdout=sink, stderr=subprocess.STDOUT, timeout=timeout_s, cwd=home)
-        if done.returncode != 0:
-            raise RuntimeError(f"esbuild failed on {ENTRY.name}; see {log}:\n{_tail(log)}")
-        stamp.write_text(json.dumps({"wanted": wanted}))
-        return HydrogenBuild(home, out, installed.seconds + time.monotonic() - started, installed.versions)
+    # olm's emscripten loader names node's modules on a branch a browser never takes
+    bundle, seconds = esbuild_bundle(installed, ENTRY, "hydrogen-app.js",
+                                     ("--format=iife", "--platform=browser", "--external:fs", "--external:path",
+                                      "--external:crypto"), timeout_s=timeout_s)
+    return HydrogenBuild(installed.home, bundle, installed.seconds + seconds, installed.versions)
 
 
 def lay_out(build: HydrogenBuild, folder: Path, homeserver_url: str) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -73,6 +74,34 @@ def npm_install(name: str, packages: tuple[str, ...], *, path_first: Path | None
         seconds = time.monotonic() - started
         stamp.write_text(json.dumps({"packages": list(packages), "versions": versions, "seconds": round(seconds)}))
         return NpmInstalled(home, seconds, versions)
+
+
+def esbuild_bundle(installed: NpmInstalled, entry: Path, out_name: str, args: tuple[str, ...], *,
+                   timeout_s: float = 900) -> tuple[Path, float]:
+    """`entry` bundled into one script by the esbuild installed in `installed`, as a site's build does:
+    <home>/dist/<out_name> and the seconds it took (0 when reused: same packages, entry and args)."""
+    home = installed.home
+    source = entry.read_bytes()
+    wanted = {"packages": installed.versions, "entry": hashlib.sha256(source).hexdigest(),
+              "args": list(args)}
+    out = home / "dist" / out_name
+    with open(home / ".bundle.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = home / "bundled.json"
+        if stamp.exists() and json.loads(stamp.read_text()).get("wanted") == wanted and out.exists():
+            return out, 0.0
+        started = time.monotonic()
+        copy = f"entry{entry.suffix}"
+        (home / copy).write_bytes(source)  # beside node_modules, where esbuild resolves imports from
+        log = home / "bundle.log"
+        with open(log, "w") as sink:
+            done = subprocess.run([str(installed.bin / "esbuild"), copy, "--bundle", *args, f"--outfile={out}",
+                                   "--log-level=warning"], stdout=sink, stderr=subprocess.STDOUT, timeout=timeout_s,
+                                  cwd=home)
+        if done.returncode != 0:
+            raise RuntimeError(f"esbuild failed on {entry.name}; see {log}:\n{_tail(log)}")
+        stamp.write_text(json.dumps({"wanted": wanted}))
+        return out, time.monotonic() - started
 
 
 @dataclass
