@@ -10,10 +10,13 @@ Log in once, then point a run at the DM with the bot:
     mmb login hydrogen --url https://hydrogen.example.org/      # sign in, then press Enter
 
 (the storage state keeps localStorage and IndexedDB, where Hydrogen keeps the session, the sync
-state and the encryption keys: a secret, as every login is), then
-`"agent": {"driver": "hydrogen", "auth": "hydrogen", "url": "https://hydrogen.example.org/#/last-session/room/!<room id>"}`.
-The room id is in the address bar once the DM is open (`#/session/<n>/room/!…`); `last-session`
-stands for whichever login the storage holds, so the link outlives a new `mmb login`.
+state and the encryption keys: a secret, as every login is; each run's browser starts from that
+snapshot of the device's keys, which a new `mmb login` refreshes), then
+`"agent": {"driver": "hydrogen", "auth": "hydrogen", "url": "https://hydrogen.example.org/#/session/<n>/room/!<room id>"}`:
+the DM's address as the address bar shows it once the DM is open. `<n>` is the login's session, so
+a new `mmb login` needs the new address. (`#/last-session/room/…` would outlive it, but Hydrogen
+0.3.1 reads the last session only after it has parsed the address, so on opening it shows the last
+room open instead of the one named.)
 
 What Hydrogen does, as driven here (plain DOM, one `li` per event):
 - our messages are `li.Timeline_message.own`, everyone else's have no `own`: the client marks
@@ -40,7 +43,7 @@ _TIMELINE = ".RoomView_body .Timeline_scroller"
 
 PROFILE = messenger_profile(
     "hydrogen",
-    url="http://127.0.0.1:8080/",  # where `mmb login` opens Hydrogen by default; give --url for yours
+    url="https://hydrogen.element.io/",  # where `mmb login` opens Hydrogen by default; --url for your own
     selectors=Selectors(
         input=".RoomView_body .MessageComposer_input textarea",
         send=None,

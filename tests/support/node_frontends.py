@@ -142,7 +142,9 @@ class MatrixChannel:
                 "enabled": True, "homeserver": self.homeserver, "userId": self.user_id, "deviceId": self.device_id,
                 "network": {"dangerouslyAllowPrivateNetwork": True},  # the homeserver is on 127.0.0.1
                 "encryption": self.encryption, "startupVerification": "off",
-                "dm": {"policy": "allowlist", "allowFrom": list(self.allow_from), "threadReplies": "off"},
+                # per-room: each DM its own session (shared, OpenClaw notices so in a second DM first)
+                "dm": {"policy": "allowlist", "allowFrom": list(self.allow_from), "threadReplies": "off",
+                       "sessionScope": "per-room"},
                 "autoJoin": "allowlist", "autoJoinAllowlist": list(self.rooms),
             }},
         }
