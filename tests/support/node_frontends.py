@@ -134,6 +134,7 @@ class MatrixChannel:
     allow_from: tuple[str, ...]
     rooms: tuple[str, ...]  # the invites it accepts
     encryption: bool
+    chunk_chars: int = 4000  # an answer longer than this goes out as several messages (OpenClaw's textChunkLimit)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -146,6 +147,7 @@ class MatrixChannel:
                 "dm": {"policy": "allowlist", "allowFrom": list(self.allow_from), "threadReplies": "off",
                        "sessionScope": "per-room"},
                 "autoJoin": "allowlist", "autoJoinAllowlist": list(self.rooms),
+                "textChunkLimit": self.chunk_chars,
             }},
         }
 
