@@ -99,13 +99,20 @@ def squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def presence(text: str, before: ChatBefore | None, now: ChatBefore | None, *, keeps_history: bool = True) -> Presence:
+def presence(text: str, before: ChatBefore | None, now: ChatBefore | None, *,
+             keeps_history: bool | None = None) -> Presence:
     """Judge from our bubbles before sending and now (both as the chat shows them) where `text` is.
-    `keeps_history`: the chat shows its messages when reopened, so one still empty never got ours."""
+    `keeps_history`: the chat shows its messages when reopened (seen in this run, or claimed by the
+    profile), so one still empty never got ours; None (not known) or False: an empty chat proves nothing."""
     if before is None or now is None:
         return Presence("unknown", "the chat shows no messages of ours to look for it (no user_message selector)")
-    if keeps_history and before.users == 0 and now.users == 0:
-        return Presence("absent", "the chat, which keeps its messages, still shows none of ours: it never arrived")
+    if before.users == 0 and now.users == 0:
+        if keeps_history:
+            return Presence("absent", "the chat, which keeps its messages, still shows none of ours: it never arrived")
+        return Presence("unknown", "the chat shows none of our messages, and " + (
+            "it does not keep its messages when reopened" if keeps_history is False else
+            "whether it keeps its messages when reopened is not known yet (no reopening after a confirmed reply "
+            "in this run; agent.options.keeps_history says it if you know)") + ", so its empty chat proves nothing")
     last_is_text = now.last_user is not None and squash(now.last_user) == squash(text)
     if last_is_text and (now.users > before.users or squash(before.last_user or "") != squash(text)):
         return Presence("shown", f"the chat shows it as our last message ({now.users} of ours, {before.users} before)")
@@ -160,6 +167,8 @@ class RateLimited(AgentErrorReply):
 class SendJournal:
     """Told each step of a message's way into the chat, so that what was typed is accounted for
     exactly (persona/engine/channel.py keeps it in the run's state). This one forgets."""
+
+    turn: int | None = None  # the message's turn in the run, when the journal knows it: every typing of it is that turn
 
     async def resending(self, why: str) -> None:
         """The next typing of the message is a second (third...) one, for this reason."""

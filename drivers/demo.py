@@ -18,4 +18,5 @@ PROFILE = Profile(
         ready="#messages[data-ready='1']",
     ),
     completion=Completion(first_bubble_timeout_s=30, timeout_s=120),
+    keeps_history=True,  # the chat is kept by the server and drawn again at its address (tests/test_faults_driver.py)
 )

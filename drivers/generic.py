@@ -23,6 +23,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from .base import (
+    Activity,
     AgentErrorReply,
     ChatBefore,
     ChatDriver,
@@ -41,6 +42,7 @@ from .base import (
 )
 from .deep_dom import SHADOW_HOOK_JS, in_page
 from .frames import ChatScope, FrameInfo, FrameNotFound, frame_steps, list_frames, origin
+from .observed import Observed
 from .profile import Profile
 from .reply_watch import ReplyWatch, WaitFailure
 from .tracing import SessionTracer, TraceMode
@@ -51,8 +53,8 @@ log = logging.getLogger(__name__)
 
 _shots = itertools.count(1)
 # Matched with document.querySelectorAll inside the page (reply_watch), so plain CSS only.
-_CSS_ONLY = ("assistant_message", "user_message", "busy", "done", "ignore", "strip", "tool", "thought", "status",
-             "notice", "error")
+_CSS_ONLY = ("assistant_message", "user_message", "message", "author", "busy", "done", "ignore", "strip", "tool",
+             "thought", "status", "notice", "error")
 _RESET_SETTLE_MS = 300  # the list must stay empty this long: some UIs blank it before redrawing the old chat
 _HISTORY_SETTLE_S = 3.0  # a reopened chat may render its history a moment after the input shows
 _CLEARED_CHECK_S = 1.0  # while send is not clickable, whether what we typed is still in the input, this often
@@ -135,7 +137,7 @@ class _CountCommand(SendJournal):
 class PlaywrightDriver(ChatDriver):
     def __init__(self, profile: Profile, context: BrowserContext, *, base_url: str | None = None,
                  artifacts: Path, trace: TraceMode = "off", screenshot_on_failure: bool = True,
-                 secrets: tuple[str, ...] = ()):
+                 secrets: tuple[str, ...] = (), observed: Observed | None = None):
         self.profile = profile
         self.name = profile.name
         self.context = context
@@ -158,6 +160,8 @@ class PlaywrightDriver(ChatDriver):
         self._session_index = 0
         self._turn = 0
         self.commands_typed = 0
+        self.observed = observed or Observed()  # what the run has seen of the page (shared across rebuilt drivers)
+        self._confirmed: ChatBefore | None = None  # our bubbles after the last exchange confirmed in this page
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -182,7 +186,33 @@ class PlaywrightDriver(ChatDriver):
         if self._sel.start:
             await self._press_start()
         await self._wait_ready()
+        if self._confirmed is not None and self.observed.keeps_history is None:
+            await self._see_history(self._confirmed)
         return SessionInfo(url=self.session_url)
+
+    async def _see_history(self, confirmed: ChatBefore) -> None:
+        """Reopened after a confirmed exchange: whether the chat still shows our messages is whether it
+        keeps them (history drawn late is waited for, as find_sent waits)."""
+        deadline = time.monotonic() + (0 if self._sel.ready else _HISTORY_SETTLE_S)
+        while True:
+            now = await self.chat_before()
+            if now is None:
+                return
+            if now.users or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(_POLL_S)
+        self._confirmed = None
+        if now.users:
+            why = f"reopened at its address, it shows our messages again ({now.users}; {confirmed.users} before)"
+        else:
+            why = f"reopened at its address, it shows none of our {confirmed.users} message(s)"
+        self.observed.history(bool(now.users), why, self.profile.keeps_history)
+
+    @property
+    def keeps_history(self) -> bool | None:
+        """Whether the chat shows its messages when reopened: as seen in this run, else as the profile says."""
+        seen = self.observed.keeps_history
+        return self.profile.keeps_history if seen is None else seen
 
     async def adopt(self, page: Page) -> None:
         """Drive a page opened by someone else (`mmb discover`), as if `open` had opened it."""
@@ -270,8 +300,9 @@ class PlaywrightDriver(ChatDriver):
     # -- sending and replies -------------------------------------------------------------------
 
     async def send(self, text: str, journal: SendJournal | None = None) -> Reply:
-        self._turn += 1
-        return await self._exchange(text, journal or SendJournal(), f"turn {self._turn}")
+        journal = journal or SendJournal()
+        self._turn = journal.turn or self._turn + 1  # typed again, a message keeps its turn
+        return await self._exchange(text, journal, f"turn {self._turn}")
 
     async def _exchange(self, text: str, journal: SendJournal, step: str) -> Reply:
         await self.tracer.group(step)
@@ -281,17 +312,21 @@ class PlaywrightDriver(ChatDriver):
             await watch.arm()
             await self._type(text)
             await self._submit(journal, typed=text)
-            if await self._wait_sent(watch, text):
+            confirmed = await self._wait_sent(watch, text)
+            if confirmed:
                 await journal.shown()
             reply = await self._collect(watch, step)
             reply.seconds = time.monotonic() - started
+            if confirmed and self.observed.keeps_history is None:
+                self._confirmed = await self.chat_before()
             return reply
         finally:
             await self.tracer.end_group()
 
     async def chat_before(self) -> ChatBefore | None:
-        """Our bubbles (user_message), counted and read in the page as the reply watch does."""
-        if not self._sel.user_message:
+        """Our bubbles (user_message, or message by our author), counted and read in the page as the reply
+        watch does."""
+        if not self._sel.tells_ours:
             return None
         return await ReplyWatch(self._scope(), self.profile).ours()
 
@@ -302,7 +337,7 @@ class PlaywrightDriver(ChatDriver):
         deadline = time.monotonic() + (0 if self._sel.ready else _HISTORY_SETTLE_S)
         while True:
             now = await self.chat_before()
-            found = presence(text, before, now, keeps_history=self.profile.keeps_history)
+            found = presence(text, before, now, keeps_history=self.keeps_history)
             growing = found.state == "unknown" and now is not None and before is not None and now.users < before.users
             if found.state == "shown" or time.monotonic() >= deadline or (found.state == "unknown" and not growing):
                 return found
@@ -325,10 +360,15 @@ class PlaywrightDriver(ChatDriver):
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
         # A page knows the token it was opened with and may echo it: it is kept as its placeholder.
         reply = Reply(bubbles=[self.shown(b) for b in outcome.bubbles], signal=outcome.signal,
-                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms)
+                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms,
+                      activity=[Activity(kind=a["kind"], title=self.shown(a["title"]), text=self.shown(a["text"]))
+                                for a in outcome.activity])
         if self._rate_limited(reply.text):
             raise await self._agent_error(reply.text, f"the agent replied that it is rate limited ({step})")
-        log.info("%s: reply complete, %d bubble(s), signal %s", step, len(outcome.bubbles), outcome.signal)
+        self.observed.reply(self._sel.busy, busy_seen="busy-unseen" not in outcome.signal)
+        log.info("%s: reply complete, %d bubble(s)%s, signal %s", step, len(outcome.bubbles),
+                 f", {len(reply.activity)} piece(s) of work ({', '.join(sorted({a.kind for a in reply.activity}))})"
+                 if reply.activity else "", outcome.signal)
         return reply
 
     def _rate_limited(self, text: str) -> bool:
@@ -375,13 +415,13 @@ class PlaywrightDriver(ChatDriver):
 
     async def _wait_sent(self, watch: ReplyWatch, text: str) -> bool:
         """Our bubble is in the chat (True); False where the profile cannot see our bubbles."""
-        if not self._sel.user_message:
+        if not self._sel.tells_ours:
             return False
         shown = await watch.wait_sent()
         if shown is None:
+            ours = self._sel.user_message or f"{self._sel.message!r} by our author"
             raise await self._error(
-                f"the message did not show up as sent: no new {self._sel.user_message!r} "
-                f"within {self.profile.send_timeout_s:g} s")
+                f"the message did not show up as sent: no new {ours!r} within {self.profile.send_timeout_s:g} s")
         if squash(shown) != squash(text):  # markdown rendering changes text, so this only warns
             log.warning("the chat shows our message as %r, not as typed (%r)", shown[:120], text[:120])
         return True
@@ -446,6 +486,7 @@ class PlaywrightDriver(ChatDriver):
         page = self._page()
         old_url = page.url
         mode = self.profile.new_session
+        self._confirmed = None  # the old chat's: a new one shows none of it, whatever the page keeps
         await self.tracer.group("new session")
         try:
             if mode == "message" and self.profile.new_session_message_opens_chat:
@@ -516,7 +557,7 @@ class PlaywrightDriver(ChatDriver):
         await self._page().goto(self._open_url, wait_until="domcontentloaded")
 
     async def _messages_shown(self) -> int:
-        counted = self._sel.user_message or self._sel.assistant_message
+        counted = self._sel.user_message or self._sel.message or self._sel.assistant_message
         frame = await self._frame()
         return await bounded(frame.evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""]), PAGE_GRACE_S, "counting messages")
 
@@ -552,7 +593,7 @@ class PlaywrightDriver(ChatDriver):
     async def _wait_empty(self, mode: str, deadline: float, before: int, old_url: str, resend: str | None) -> int:
         """Wait until the chat's frame shows no message for a moment; returns how often `resend` was sent."""
         page = self._page()
-        counted = self._sel.user_message or self._sel.assistant_message
+        counted = self._sel.user_message or self._sel.message or self._sel.assistant_message
         gap_s, sent = _RESEND_AFTER_S, 1
         while True:
             left_s = deadline - time.monotonic()

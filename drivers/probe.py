@@ -41,6 +41,11 @@ _RESERVE_S = 3.0  # kept back from the budget for the last look at the page and 
 _LATER = {
     "assistant_message": "matches after a reply",
     "user_message": "matches after a message is sent",
+    "message": "matches once the chat has messages",
+    "author": "names the author of each message",
+    "tool": "shows while the agent works with a tool",
+    "thought": "shows while the agent reasons",
+    "status": "shows while the agent works",
     "busy": "shows while the agent works",
     "done": "shows on a finished reply",
     "ignore": "welcome and placeholder bubbles",
@@ -85,6 +90,7 @@ class SendCheck(BaseModel):
     text: str
     retyped: int = 0  # the page cleared what was typed before send (nothing sent), so it was typed again
     bubbles: list[str] = []
+    work: list[str] = []  # the work the reply showed beside its answer, "kind: title"
     signal: str = ""
     seconds: float = 0.0
     error: str | None = None
@@ -150,6 +156,7 @@ class ProbeReport(BaseModel):
                              + (f" (typed again {s.retyped} time(s): the page had cleared the input before send)"
                                 if s.retyped else ""))
                 lines += [f"  reply[{i}]: {b!r}" for i, b in enumerate(s.bubbles)]
+                lines += [f"  work[{i}] (not the answer): {w!r}" for i, w in enumerate(s.work)]
             if self.after_send:
                 lines.append("after the reply:")
                 lines += _table(self.after_send)
@@ -187,7 +194,9 @@ def required_keys(profile: Profile, *, after_send: bool) -> set[str]:
     chat or Clear button only once the chat has messages (Gradio): the round trip and New chat try those."""
     keys = {"input"}
     if after_send:
-        keys |= {"assistant_message"} | ({"user_message"} if profile.selectors.user_message else set())
+        sel = profile.selectors
+        keys |= {"message", "author"} if sel.by_author else \
+            {"assistant_message"} | ({"user_message"} if sel.user_message else set())
         if profile.new_session == "button":
             keys.add("new_chat")
     return keys
@@ -308,6 +317,7 @@ async def _send(driver: PlaywrightDriver, check: SendCheck, within, cleared_retr
         check.error = "no complete reply within the probe's budget"
         return
     check.bubbles, check.signal, check.seconds = reply.bubbles, reply.signal, reply.seconds
+    check.work = [f"{a.kind}: {a.title}" for a in reply.activity]
 
 
 async def _new_chat(driver: PlaywrightDriver, report: ProbeReport, within, *, sent: bool) -> None:

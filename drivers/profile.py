@@ -6,9 +6,10 @@ can fix a profile for their build of a frontend without touching code.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # What bots say when `/new` worked: "New conversation started", "Context cleared", "Начнём заново".
 DEFAULT_NEW_SESSION_ACK = (r"\b(new|fresh|reset|clear(ed)?|restart(ed)?|start(ed)?|forg[eo]t\w*)\b"
@@ -20,8 +21,16 @@ class Selectors(BaseModel):
 
     input: str = Field(..., description="Where the message is typed (textarea or contenteditable)")
     send: str | None = Field(None, description="Send button; None presses Enter")
-    assistant_message: str = Field(..., description="Each agent bubble")
+    assistant_message: str | None = Field(None, description="Each agent bubble (or, where only the author's name "
+                                                            "tells the sides apart, `message` with `author`)")
     user_message: str | None = Field(None, description="Each of our bubbles: proves a send, orders replies")
+    message: str | None = Field(None, description="Every bubble, ours and the agent's alike, in a chat that tells them "
+                                                  "apart only by the author's name or avatar (with `author` and the "
+                                                  "profile's `authors`)")
+    author: str | None = Field(None, description="Inside a bubble of `message`, what names its author: a name, or an "
+                                                 "avatar whose alt, aria-label or title names it. A bubble showing "
+                                                 "none is by the author of the bubble before it (messengers name the "
+                                                 "author once per group)")
     busy: str | None = Field(None, description="Visible while the agent is generating (stop button, typing...)")
     done: str | None = Field(None, description="Marks a finished reply: on its bubble (or the bubble's container) or after it")
     ignore: str | None = Field(None, description="Bubbles that are never replies: welcome, placeholders")
@@ -44,6 +53,56 @@ class Selectors(BaseModel):
     launcher: str | None = Field(None, description="Opens the chat when its input is not shown (a widget's floating "
                                                    "bubble): clicked on opening, after a reload and after a new chat; "
                                                    "looked for in the page and in every frame")
+
+
+    @model_validator(mode="after")
+    def _sides(self) -> Selectors:
+        if self.message and not self.author:
+            raise ValueError("message needs author: the element in each bubble that names who wrote it")
+        if self.author and not self.message:
+            raise ValueError("author needs message: every bubble, ours and the agent's")
+        if not self.assistant_message and not self.message:
+            raise ValueError("assistant_message is required (or message with author, where only the author's name "
+                             "tells the agent's bubbles from ours)")
+        if self.message and (self.assistant_message or self.user_message):
+            raise ValueError("message with author tells both sides apart: leave assistant_message and user_message out")
+        return self
+
+    @property
+    def by_author(self) -> bool:
+        """The two sides are told apart by the author's name, not by a selector of their own."""
+        return bool(self.message)
+
+    @property
+    def tells_ours(self) -> bool:
+        """Our own bubbles can be found (they prove a send and order the replies)."""
+        return bool(self.user_message or self.message)
+
+
+class Authors(BaseModel):
+    """Who wrote a bubble, from the name its `author` element shows: JS regular expressions, case-insensitive,
+    searched in the name. One side may be left out: it is then every author the other does not match."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str | None = Field(None, description="The agent's name (a bot's display name, 'Assistant')")
+    user: str | None = Field(None, description="Our name (the logged-in user's, 'User', 'You')")
+
+    @field_validator("agent", "user")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as e:
+                raise ValueError(f"not a regular expression: {e}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> Authors:
+        if self.agent is None and self.user is None:
+            raise ValueError("name the agent's author, ours, or both")
+        return self
 
 
 class Completion(BaseModel):
@@ -87,6 +146,8 @@ class Profile(BaseModel):
     selectors: Selectors
     completion: Completion = Completion()
     input_method: Literal["fill", "type"] = Field("fill", description="'type' presses each key (editors that ignore fill)")
+    authors: Authors | None = Field(
+        None, description="With selectors.message and author: which authors' bubbles are the agent's and ours")
     frame: str | list[str] | None = Field(
         None, description="The iframe that holds the chat, outermost first (nested: ['#outer', 'iframe.chat']): each "
                           "step a selector of the iframe element, or 'url=<glob>' matching the frame's address; "
@@ -104,13 +165,22 @@ class Profile(BaseModel):
         False, description="With new_session 'message': the UI itself opens a fresh chat on it (OpenClaw's /new), "
                            "so the reset is verified like a button's, not by the agent's acknowledgement")
     new_session_url: str | None = None
-    keeps_history: bool = Field(
-        True, description="Reopening the chat's address shows its messages (False: a reload empties it, as in "
-                          "Gradio, Streamlit or a bare deep-chat). With True, an empty chat after reopening proves "
-                          "that a first message never arrived, so it may be typed again")
+    keeps_history: bool | None = Field(
+        None, description="Reopening the chat's address shows its messages (False: a reload empties it, as in "
+                          "Gradio, Streamlit or a bare deep-chat; None: not known). A run sees it for itself on the "
+                          "first reopening after a confirmed reply, and what it sees wins. Only a chat known to keep "
+                          "them proves by an empty reopened chat that a first message never arrived, so that it may be "
+                          "typed again; else the run stops rather than type it twice")
     reset_timeout_s: float = Field(15, gt=0, strict=True, description="After 'new chat', the old messages must be gone this soon")
     send_timeout_s: float = Field(15, gt=0, strict=True, description="Our bubble must show up this soon after sending")
     ready_timeout_s: float = Field(60, gt=0, strict=True, description="The input must show up this soon after opening the page")
+
+    @model_validator(mode="after")
+    def _authors(self) -> Profile:
+        if self.selectors.by_author and self.authors is None:
+            raise ValueError("selectors.message tells the sides apart by the author's name: options.authors must say "
+                             "whose name is the agent's (authors.agent) or ours (authors.user)")
+        return self
 
     def with_overrides(self, selectors: dict[str, Any], options: dict[str, Any]) -> Profile:
         """This profile with config.jsonc overrides applied; raises ValueError on unknown keys."""

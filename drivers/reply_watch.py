@@ -48,17 +48,84 @@ WATCH_JS = in_page(r"""
   // A burst of DOM changes (a streamed token touches several nodes) is judged once; on a page whose
   // check is slow checks are spaced at 10x their cost, so watching stays cheap.
   const MIN_GAP_MS = 8, COST_FACTOR = 10;
+  // What a piece of the agent's work keeps of its text (a tool's result may be a whole file): the rest
+  // is cut, and the cut says how much.
+  const WORK_TEXT_MAX = 20000;
   // Open shadow roots included; the chat-wide lists are kept between checks until the DOM changes them
   // (deep_dom.py), and never changed here.
   const all = (s, scope) => (scope ? Q.all(s, scope) : Q.live(s));
-  const after = Q.after;
   const visible = (el) => (el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                                : !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length));
+
+  // Reading order is top to bottom, as a person reads the chat. Most chats put the newest message
+  // last in the DOM; some put it first and lay the list out bottom-up (column-reverse). Which one is
+  // learned from where the first and the last message of the DOM stand on screen, once per page
+  // (the two must be laid out apart), and every list is read in that order.
+  const reversedNow = () => {
+    if (window.__mmbReversed !== undefined) return window.__mmbReversed;
+    const msgs = all(cfg.message || [cfg.assistant, cfg.user].filter(Boolean).join(", ")).filter((e) => e.getClientRects().length);
+    if (msgs.length < 2) return false;
+    const first = msgs[0], last = msgs[msgs.length - 1];
+    if (Q.contains(first, last) || Q.contains(last, first)) return false;
+    const a = first.getBoundingClientRect(), b = last.getBoundingClientRect();
+    if (Math.abs(a.top - b.top) < 2) return false;
+    return (window.__mmbReversed = b.top < a.top);
+  };
+  const inOrder = (list) => (reversedNow() ? list.slice().reverse() : list);
+  // b comes after a for a reader (b inside a counts as after, as in the DOM)
+  const after = (a, b) => (reversedNow() && !Q.contains(a, b) ? Q.after(b, a) : Q.after(a, b));
+  const ordered = (s, scope) => inOrder(all(s, scope));
   const ignored = (el) => !!(cfg.ignore && Q.closest(el, cfg.ignore));
-  // The elements of a list in document order that come after `anchor`: a suffix, found from the end,
+  // The elements of a list in reading order that come after `anchor`: a suffix, found from the end,
   // so a check costs what the new messages cost, not what the whole chat does.
   const tail = (list, anchor) => { let i = list.length; while (i > 0 && after(anchor, list[i - 1])) i--; return list.slice(i); };
   const busyNow = () => all(cfg.busy).some(visible);
+
+  // The agent's work shown in the chat (tool cards, thoughts, status lines): never its answer.
+  const KINDS = [["tool", cfg.tool], ["thought", cfg.thought], ["status", cfg.status]].filter(([, s]) => s);
+  const workSel = KINDS.map(([, s]) => s).join(", ");
+  const kindOf = (el) => (KINDS.find(([, s]) => el.matches(s)) || KINDS[0])[0];
+  const isWork = (el) => !!workSel && !!Q.closest(el, workSel);
+  // A heading a person would read the work by: its summary, toggle or title; else its first line.
+  const TITLE = "summary, [aria-expanded], [role=button], button, h1, h2, h3, h4, h5, h6, [class*=title], " +
+                "[class*=summary], [class*=header], [class*=label]";
+  // Its text as the page holds it, a collapsed body included, lines broken where blocks are (no layout).
+  const BLOCK = /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|BR|BUTTON|DD|DETAILS|DIV|DL|DT|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HR|LI|MAIN|NAV|OL|P|PRE|SECTION|SUMMARY|TABLE|TR|UL)$/;
+  // Icons are not words: hidden from assistive tech, drawn (svg), or glyphs of an icon font ("check",
+  // "keyboard_arrow_right" in Material Symbols).
+  const iconic = (el) => el.getAttribute("aria-hidden") === "true" || el.localName === "svg" ||
+    /(^|[-_ ])(icon|icons|material-icons|material-symbols\w*)([-_ ]|$)/i.test(typeof el.className === "string" ? el.className : "") ||
+    (el.isConnected && /icon|material|symbol|awesome|glyph/i.test((getComputedStyle(el).fontFamily || "").split(",")[0]));
+  const blockText = (node) => [...node.childNodes].map((n) => (
+    n.nodeType === Node.TEXT_NODE ? n.textContent
+      : n.nodeType !== Node.ELEMENT_NODE || /^(script|style|template)$/i.test(n.localName) || iconic(n) ? ""
+      : BLOCK.test(n.tagName.toUpperCase()) ? "\n" + blockText(n.shadowRoot || n) + "\n" : blockText(n.shadowRoot || n))).join("");
+  function workOf(el) {
+    const text = blockText(el).replace(/[ \t\r\f\v]+/g, " ").replace(/ *\n[\s]*/g, "\n").trim();
+    const heading = Q.all(TITLE, el).map((h) => blockText(h).replace(/\s+/g, " ").trim()).find(Boolean);
+    const title = (heading || text.split("\n")[0] || "").slice(0, 300);
+    const cut = text.length > WORK_TEXT_MAX ? ` … [${text.length - WORK_TEXT_MAX} more characters not kept]` : "";
+    return {kind: kindOf(el), title, text: text.slice(0, WORK_TEXT_MAX) + cut};
+  }
+
+  // A text without the work shown inside its element (a tool card in the answer's bubble): the parts
+  // around the work are read, each as `read` reads an element.
+  function without(el, inner, exact) {
+    let out = "";
+    for (const n of (el.shadowRoot || el).childNodes) {
+      if (n.nodeType === Node.TEXT_NODE) { out += n.textContent; continue; }
+      if (n.nodeType !== Node.ELEMENT_NODE || inner.includes(n)) continue;
+      if (exact && n.checkVisibility && !n.checkVisibility()) continue;
+      const text = inner.some((w) => Q.contains(n, w)) ? without(n, inner, exact) : raw(n, exact);
+      out += exact && getComputedStyle(n).display.startsWith("inline") ? text : "\n" + text + "\n";
+    }
+    return out;
+  }
+  const raw = (el, exact) => (exact ? el.innerText || el.textContent || "" : el.textContent || "");
+  const ownText = (el, exact) => {
+    const inner = workSel ? Q.all(workSel, el) : [];
+    return inner.length ? without(el, inner, exact).replace(/\n{3,}/g, "\n\n") : raw(el, exact);
+  };
   const withoutStripped = (el, t, read) => {
     if (cfg.strip) for (const s of all(cfg.strip, el)) {
       const x = read(s).trim();
@@ -71,30 +138,71 @@ WATCH_JS = in_page(r"""
   // chat costs a millisecond or more: it is read once a reply looks complete, and for errors and
   // notices. Until then changes are followed by `quickText`, which needs no layout (and is what a
   // re-rendered list is compared by: the same for a node that left the page).
-  const textOf = (el) => withoutStripped(el, el.innerText || el.textContent || "", (s) => s.innerText || s.textContent || "").trim();
-  const quickText = (el) => withoutStripped(el, el.textContent || "", (s) => s.textContent || "").replace(/\s+/g, " ").trim();
+  const textOf = (el) => withoutStripped(el, ownText(el, true), (s) => s.innerText || s.textContent || "").trim();
+  const quickText = (el) => withoutStripped(el, ownText(el, false), (s) => s.textContent || "").replace(/\s+/g, " ").trim();
   const plainText = (el) => (@PLAIN_TEXT@)(el, cfg.strip);  // our own bubble, as the chat shows it
   const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
-  const candidates = () => all(cfg.assistant);
   const seen = (w, el) => w.seen.has(el);
+
+  // Where only the author's name tells the two sides apart (cfg.message with cfg.author), a bubble is
+  // the agent's or ours by the name it shows (an avatar's alt, aria-label or title too), matched whole
+  // and case-insensitively; a bubble showing none is by the author of the one before it. A side whose
+  // pattern is not given is every author the other does not match.
+  const byName = !!cfg.message;
+  const whole = (p) => (p ? new RegExp("^(?:" + p + ")$", "i") : null);
+  const agentName = whole(cfg.authorAgent), userName = whole(cfg.authorUser);
+  const sideMemo = byName ? (window.__mmbSides = window.__mmbSides || new Map()) : null;
+  const memoKey = [cfg.author, cfg.authorAgent, cfg.authorUser].join("\u0000");
+  if (byName && !sideMemo.has(memoKey)) sideMemo.set(memoKey, new WeakMap());
+  function nameOf(el) {
+    const a = Q.all(cfg.author, el)[0];
+    if (!a) return null;
+    const img = a.matches("img, [role=img]") ? a : a.querySelector("img[alt], [role=img][aria-label]");
+    const said = (a.textContent || "").trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
+                 a.getAttribute("aria-label") || a.getAttribute("title") || "";
+    return said.replace(/\s+/g, " ").trim() || null;
+  }
+  function ownSide(el) {  // from the bubble's own name; null when it shows none (a name drawn later is read then)
+    const memo = sideMemo.get(memoKey);
+    if (memo.has(el)) return memo.get(el);
+    const name = nameOf(el);
+    if (name === null) return null;
+    const agent = !!agentName && agentName.test(name), user = !!userName && userName.test(name);
+    const side = agent ? "agent" : user ? "user" : !agentName ? "agent" : !userName ? "user" : "other";
+    memo.set(el, side);
+    return side;
+  }
+  function sides() {  // [the agent's bubbles, ours], in reading order
+    const agent = [], user = [];
+    let side = null;
+    for (const el of ordered(cfg.message)) {
+      side = ownSide(el) || side;
+      if (side === "agent") agent.push(el); else if (side === "user") user.push(el);
+    }
+    return [agent, user];
+  }
+  const candidates = () => (byName ? sides()[0] : ordered(cfg.assistant));
+  const ourBubbles = () => (byName ? sides()[1] : ordered(cfg.user));
+  const tellsOurs = !!cfg.user || byName;
 
   // Our message is in the chat: more user bubbles than before, or (a virtualized list such as
   // Telegram K's or OpenClaw's drops old bubbles, so the count may not grow) a last user bubble
   // without our mark while marked ones remain (else the list was re-rendered).
   function ours(w) {
-    const users = all(cfg.user);
+    const users = ourBubbles();
     const last = users[users.length - 1];
     const fresh = w.marking && !!last && !seen(w, last) && users.some((u) => seen(w, u));
     return users.length > w.usersBefore || fresh ? last : null;
   }
 
   // Which bubbles belong to this reply, and whether a placeholder still trails it; `exact` reads
-  // their text as shown (see textOf).
+  // their text as shown (see textOf). A bubble that is all work (a tool card matched as a bubble, a
+  // thought with no words of the answer yet) is work, not a bubble of the reply.
   function assess(w, exact) {
     let bubbles = candidates();
     let anchor = null;
-    if (cfg.user) {
+    if (tellsOurs) {
       anchor = ours(w);
       if (!anchor) return null;  // our message is not shown yet
       bubbles = tail(bubbles, anchor);
@@ -111,14 +219,46 @@ WATCH_JS = in_page(r"""
     } else {
       bubbles = bubbles.filter((el) => !seen(w, el));
     }
-    const shown = bubbles.map((el) => ({el, text: exact ? textOf(el) : quickText(el), ignored: ignored(el)}));
+    const work = workSel ? workShown(w, anchor) : [];
+    const shown = bubbles.filter((el) => !isWork(el))
+      .map((el) => ({el, text: exact ? textOf(el) : quickText(el), ignored: ignored(el)}))
+      .filter((b) => !(b.text === "" && work.some((x) => Q.contains(b.el, x))));
     const real = shown.filter((b) => !b.ignored && !isPlaceholder(b.text));
     const lastReal = real[real.length - 1];
     // A placeholder after the last real bubble: the agent is still at work on (a part of) the reply.
     const pending = cfg.placeholderBusy && shown.some((b) => isPlaceholder(b.text) && (!lastReal || after(lastReal.el, b.el)));
     if (pending) w.placeholderSeen = true;  // a placeholder held the reply open at least once
-    return {anchor, shown, real, lastReal, pending};
+    // Work shown after the last words of the answer (outside its bubble): more words may follow it.
+    const workAfter = !!lastReal && work.some((x) => !Q.contains(lastReal.el, x) && after(lastReal.el, x));
+    return {anchor, shown, real, lastReal, pending, work, workAfter};
   }
+
+  // The work this turn shows (after our message, or new since sending), outermost pieces only, in
+  // reading order. Each piece is remembered, so a status line the page removes again ("Searching
+  // memory…") is still the turn's; a piece the page replaced by a new node of the same kind (a
+  // re-render, a tool card redrawn with its result) goes on as that node.
+  function workShown(w, anchor) {
+    let els = ordered(workSel);
+    els = anchor ? tail(els, anchor) : els.filter((el) => !seen(w, el));
+    els = els.filter((el) => !ignored(el) && !els.some((o) => o !== el && Q.contains(o, el)));
+    const fresh = els.filter((el) => !w.work.has(el));
+    for (const old of w.workOrder.filter((el) => !el.isConnected && !w.work.get(el).gone)) {
+      w.work.get(old).gone = true;
+      const twin = fresh.find((el) => kindOf(el) === w.work.get(old).kind);
+      if (!twin) continue;
+      fresh.splice(fresh.indexOf(twin), 1);
+      w.workOrder[w.workOrder.indexOf(old)] = twin;
+      w.work.set(twin, {kind: w.work.get(old).kind, key: null, gone: false});
+    }
+    for (const el of els) {
+      if (!w.work.has(el)) { w.work.set(el, {kind: kindOf(el), key: null, gone: false}); w.workOrder.push(el); }
+      const piece = w.work.get(el), key = el.textContent.length + ":" + el.textContent.slice(-80);
+      if (piece.key !== key) { piece.key = key; w.workChanged = performance.now(); }
+    }
+    return els;
+  }
+  // A piece that left the page is read as it was when it left (a detached node keeps its text).
+  const workRecord = (w) => w.workOrder.map((el) => ({...workOf(el), kind: w.work.get(el).kind}));
 
   function end(w, value) {  // the watch is over: a pending wait resolves with `value`
     if (w.observer) w.observer.disconnect();
@@ -131,17 +271,17 @@ WATCH_JS = in_page(r"""
     for (const other of Object.values(W)) end(other, null);
     Q.refresh();
     const before = candidates();
-    const users = all(cfg.user);
+    const users = ourBubbles();
     // Marks live in the watch, not on the nodes: writing 2,000 attributes would restyle the whole chat.
     const marks = new WeakSet();
-    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.notice, cfg.done, cfg.error]) for (const el of all(s)) marks.add(el);
+    if (mark) for (const s of [cfg.assistant, cfg.user, cfg.message, cfg.notice, cfg.done, cfg.error, workSel]) for (const el of all(s)) marks.add(el);
     const now = performance.now();
     const w = {since: now, sig: null, busySeen: busyNow() ? now : 0, busyLast: 0, firstFrom: 0, placeholderSeen: false, recheckAt: 0,
                usersBefore: cfg.usersBefore === null ? users.length : cfg.usersBefore,
                lastUser: users.length ? plainText(users[users.length - 1]) : null,
-               before: cfg.user ? [] : before.filter((el) => !ignored(el)).map(quickText),
+               before: tellsOurs ? [] : before.filter((el) => !ignored(el)).map(quickText),
                marked: mark ? before.length : 0, marking: !!mark, seen: marks, observer: null, stop: null,
-               checks: 0, checkMs: 0};
+               checks: 0, checkMs: 0, work: new Map(), workOrder: [], workChanged: 0};
     // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
     w.observer = Q.observe(() => {
       const t = performance.now();
@@ -156,8 +296,8 @@ WATCH_JS = in_page(r"""
   // An error shown where the reply should be (a new one, after our message) ends the wait at once.
   function shownError(w) {
     if (!cfg.error) return null;
-    const anchor = cfg.user ? ours(w) : null;
-    const shown = anchor ? tail(all(cfg.error), anchor) : all(cfg.error);
+    const anchor = tellsOurs ? ours(w) : null;
+    const shown = anchor ? tail(ordered(cfg.error), anchor) : all(cfg.error);
     const errors = shown.filter((el) => visible(el) && !seen(w, el));
     if (!errors.length) return null;
     return {error: textOf(errors[errors.length - 1]) || "(an empty error)", bubbles: [], signal: "error", notices: []};
@@ -169,29 +309,34 @@ WATCH_JS = in_page(r"""
     const now = performance.now();
     const seenNow = assess(w);
     if (seenNow === null) return {stage: "our message is not shown", started: false, busy: busyNow(), busySeen: !!w.busySeen,
-                                  done: false, bubbles: 0, pending: false, last: "", stableFor: 0};
-    const {anchor, shown, real, lastReal, pending} = seenNow;
+                                  done: false, bubbles: 0, pending: false, work: 0, last: "", stableFor: 0};
+    const {anchor, shown, real, lastReal, pending, work, workAfter} = seenNow;
     const busy = busyNow();
     if (busy) { w.busySeen = w.busySeen || now; w.busyLast = now; }
     // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
     const doneMark = (el) => !!Q.closest(el, cfg.done) || all(cfg.done, el).length > 0 ||
-                             tail(all(cfg.done), el).some((d) => !seen(w, d));
+                             tail(ordered(cfg.done), el).some((d) => !seen(w, d));
     const done = !!cfg.done && !!lastReal && doneMark(lastReal.el);
     const texts = real.map((b) => b.text);
-    // Stability counts from the last change of the text or of any marker.
-    const sig = JSON.stringify([texts, busy, done, pending]);
-    if (sig !== w.sig) { w.sig = sig; w.since = now; }
+    // Stability counts from the last change of the text, of the work shown or of any marker; with no
+    // words of the answer yet nothing is stable (the quiet window starts once the answer appeared).
+    const sig = JSON.stringify([texts, busy, done, pending, workAfter, w.workChanged]);
+    if (sig !== w.sig || !texts.length) { w.sig = sig; w.since = now; }
     const stableFor = now - w.since;
     const stage = texts.length ? "reply not complete"
+                : work.length ? `the agent is at work (${work.length} piece(s) of work shown), no answer yet`
                 : (shown.length || busy ? "reply not started (only placeholders or a busy marker)" : "no reply bubble");
-    // Started: a real bubble, or a busy marker shown now. A placeholder alone proves nothing (a static
-    // empty element, or our own bubble matched by the agent's selector too), nor does a busy marker
-    // gone again with nothing to show: the first-bubble limit runs from the last sign of work.
-    const state = {stage, started: real.length > 0 || busy, busy, busySeen: !!w.busySeen, done,
-                   bubbles: texts.length, pending, last: (texts[texts.length - 1] || "").slice(-200), stableFor};
+    // Started: a real bubble, work shown, or a busy marker shown now. A placeholder alone proves nothing
+    // (a static empty element, or our own bubble matched by the agent's selector too), nor does a busy
+    // marker gone again with nothing to show: the first-bubble limit runs from the last sign of work.
+    const state = {stage, started: real.length > 0 || busy || work.length > 0, busy, busySeen: !!w.busySeen, done,
+                   bubbles: texts.length, pending, work: work.length, last: (texts[texts.length - 1] || "").slice(-200),
+                   stableFor};
     if (!texts.length || busy || pending || (cfg.done && !done)) return state;
-    // The done marker is the UI saying so; a busy marker gone says less (another bubble may follow).
-    const quiet = done ? cfg.quietDone : (cfg.busy && w.busySeen ? cfg.quietMarkers : cfg.quiet);
+    // The done marker is the UI saying so; a busy marker gone says less (another bubble may follow);
+    // work shown after the answer's last words says more may follow once it is done.
+    let quiet = done ? cfg.quietDone : (cfg.busy && w.busySeen ? cfg.quietMarkers : cfg.quiet);
+    if (workAfter) quiet = Math.max(quiet, cfg.activityQuiet);
     if (stableFor < quiet) { w.recheckAt = w.since + quiet; return state; }
     // Looks complete: now the text as shown, which must agree (a placeholder may differ only there).
     const exact = assess(w, true);
@@ -201,10 +346,11 @@ WATCH_JS = in_page(r"""
     if (cfg.done) signal.push("done");
     if (w.placeholderSeen) signal.push("placeholder-gone");
     signal.push(`stable(${Math.round(stableFor)}ms)`);
-    const notes = anchor ? tail(all(cfg.notice), anchor) : all(cfg.notice);
+    if (w.workOrder.length) signal.push(`work(${w.workOrder.length})`);
+    const notes = anchor ? tail(ordered(cfg.notice), anchor) : all(cfg.notice);
     const notices = notes.filter((n) => !seen(w, n)).map(textOf);
     state.complete = {bubbles: exact.real.map((b) => b.text), signal: signal.join("+"), notices, checks: w.checks + 1,
-                      checkMs: w.checkMs};
+                      checkMs: w.checkMs, activity: workRecord(w)};
     return state;
   }
 
@@ -249,7 +395,7 @@ WATCH_JS = in_page(r"""
         const state = judge(w);
         if (state.complete) return finish(end(w, state.complete));
         w.firstFrom = w.firstFrom || t0;
-        if (!state.started && performance.now() - Math.max(w.firstFrom, w.busyLast) >= limits.firstMs) return finish({timeout: "first"});
+        if (!state.started && performance.now() - Math.max(w.firstFrom, w.busyLast, w.workChanged) >= limits.firstMs) return finish({timeout: "first"});
         if (elapsed >= limits.totalMs) return finish({timeout: "full"});
         // The Python side hears from the page at least this often (its heartbeat, its own bound).
         if (elapsed >= limits.sliceMs) return finish({pending: state});
@@ -265,7 +411,7 @@ WATCH_JS = in_page(r"""
   }
 
   if (op === "arm") { const w = arm(true); return {users: w.usersBefore, last: w.lastUser}; }
-  if (op === "ours") { const users = all(cfg.user); return {users: users.length, last: users.length ? plainText(users[users.length - 1]) : null}; }
+  if (op === "ours") { const users = ourBubbles(); return {users: users.length, last: users.length ? plainText(users[users.length - 1]) : null}; }
   // After a reload (or a restart of ours) there is no watch yet: one that marks nothing carries on.
   const w = W[cfg.token] || arm(false);
   if (op === "disarm") { end(w, null); return true; }
@@ -289,6 +435,7 @@ class Watched:
     signal: str
     notices: list[str] = field(default_factory=list)
     error: str | None = None  # the text of an error the chat showed instead of a reply
+    activity: list[dict[str, str]] = field(default_factory=list)  # the turn's work: {kind, title, text}
     checks: int = 0  # times the page judged the reply, and the time those checks took (the watch's own cost)
     check_ms: float = 0.0
 
@@ -309,11 +456,10 @@ class WaitFailure:
         if not s:
             return self.stage
         if s.get("stage") == "our message is not shown":
-            return f"{self.stage}: user_message {sel.get('user')!r} shows no new message of ours"
-        found = (f"{s['bubbles']} bubble(s) matched assistant_message {sel.get('assistant')!r}, the last "
+            return f"{self.stage}: {_ours(sel)} shows no new message of ours"
+        found = (f"{s['bubbles']} bubble(s) matched {_theirs(sel)}, the last "
                  f"{s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else
-                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched assistant_message "
-                 f"{sel.get('assistant')!r} after our message")
+                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched {_theirs(sel)} after our message")
         parts = [found]
         if s.get("assistantMatchesOurs"):
             parts.append(f"assistant_message {sel.get('assistant')!r} also matches our own message "
@@ -324,7 +470,27 @@ class WaitFailure:
             parts.append(f"done {sel['done']!r} {'shown' if s['done'] else 'not shown'}")
         if s.get("pending"):
             parts.append("a placeholder still shown")
+        if s.get("work"):
+            parts.append(f"{s['work']} piece(s) of the agent's work shown (tool / thought / status)")
         return f"{self.stage}: " + "; ".join(parts)
+
+
+def _theirs(sel: dict[str, Any]) -> str:
+    """How the profile finds the agent's bubbles, in words."""
+    if sel.get("message"):
+        who = f"authors.agent {sel['authorAgent']!r}" if sel.get("authorAgent") else \
+            f"any author but authors.user {sel.get('authorUser')!r}"
+        return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
+    return f"assistant_message {sel.get('assistant')!r}"
+
+
+def _ours(sel: dict[str, Any]) -> str:
+    """How the profile finds our bubbles, in words."""
+    if sel.get("message"):
+        who = f"authors.user {sel['authorUser']!r}" if sel.get("authorUser") else \
+            f"any author but authors.agent {sel.get('authorAgent')!r}"
+        return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
+    return f"user_message {sel.get('user')!r}"
 
 
 def _progress(state: dict[str, Any]) -> str:
@@ -334,6 +500,8 @@ def _progress(state: dict[str, Any]) -> str:
     detail = f"stage: {state.get('stage', '?')}"
     if state.get("bubbles"):
         detail += f", {state['bubbles']} bubble(s), the last ending {state.get('last', '')[-60:]!r}"
+    if state.get("work"):
+        detail += f", {state['work']} piece(s) of work shown"
     if state.get("busy"):
         detail += ", busy marker shown"
     return detail
@@ -357,9 +525,14 @@ class ReplyWatch:
         self.cfg = {
             "token": next(_tokens), "assistant": sel.assistant_message, "user": sel.user_message,
             "usersBefore": users_before, "busy": sel.busy, "done": sel.done, "ignore": sel.ignore,
-            "strip": sel.strip, "notice": sel.notice, "error": sel.error, "placeholders": c.placeholder_patterns,
+            # the author's name is not the bubble's text: stripped like a timestamp
+            "strip": ", ".join(x for x in (sel.strip, sel.author) if x) or None,
+            "notice": sel.notice, "error": sel.error, "placeholders": c.placeholder_patterns,
+            "tool": sel.tool, "thought": sel.thought, "status": sel.status, "message": sel.message, "author": sel.author,
+            "authorAgent": profile.authors.agent if profile.authors else None,
+            "authorUser": profile.authors.user if profile.authors else None,
             "placeholderBusy": c.placeholder_means_busy, "quiet": c.quiet_ms, "quietMarkers": c.quiet_ms_with_markers,
-            "quietDone": c.quiet_ms_with_done, "pollMs": c.poll_ms,
+            "quietDone": c.quiet_ms_with_done, "activityQuiet": c.activity_quiet_ms, "pollMs": c.poll_ms,
         }
         self.last_state: dict[str, Any] = {}
 
@@ -395,7 +568,8 @@ class ReplyWatch:
         result = await self._wait_in_page("reply", first_s=self.first_bubble_s, total_s=c.timeout_s)
         if "timeout" not in result:
             return Watched(bubbles=result["bubbles"], signal=result["signal"], notices=result["notices"],
-                           error=result.get("error"), checks=result.get("checks", 0), check_ms=result.get("checkMs", 0.0))
+                           error=result.get("error"), checks=result.get("checks", 0), check_ms=result.get("checkMs", 0.0),
+                           activity=result.get("activity", []))
         waited = time.monotonic() - started
         kind = result["timeout"]
         state = await self._last_look()

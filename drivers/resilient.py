@@ -94,10 +94,12 @@ class _Tries:
 
 
 class _Submits(SendJournal):
-    """Passes each step on to the run's journal and remembers whether this attempt pressed send."""
+    """Passes each step on to the run's journal and remembers whether this attempt pressed send; every
+    attempt is the message's own turn."""
 
-    def __init__(self, journal: SendJournal):
+    def __init__(self, journal: SendJournal, turn: int):
         self.journal = journal
+        self.turn = journal.turn or turn
         self.submitted = False
 
     async def resending(self, why: str) -> None:
@@ -131,6 +133,7 @@ class ResilientDriver(ChatDriver):
         self._url: str | None = None  # the chat to reopen
         self._session_index = 0
         self._commands_before = 0  # commands typed by inner drivers replaced since
+        self._messages = 0  # messages delivered: a message's turn where its journal does not know it
         self.recoveries = 0
 
     # -- the interface -------------------------------------------------------------------------
@@ -146,7 +149,8 @@ class ResilientDriver(ChatDriver):
 
     async def deliver(self, text: str, journal: SendJournal | None = None, *, before: ChatBefore | None = None,
                       submitted: bool = False) -> Reply:
-        submits = _Submits(journal or SendJournal())
+        self._messages += 1
+        submits = _Submits(journal or SendJournal(), self._messages)
         if before is None and not submitted:
             before = await self.chat_before()
         last: Exception | None = None

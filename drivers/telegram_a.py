@@ -16,6 +16,10 @@ From telegram-tt's source (tests/support/telegram/a/index.html rebuilds it):
 - START: the footer's `.join-subscribe-button` ("Start"), pressed once when a bot chat is new;
 - a new session is the bot's `/new`, verified by its acknowledgement (drivers/messenger.py has
   what every messenger profile shares).
+
+An agent's work: Telegram cannot show it apart from the answer. A bot's tool use reaches the chat
+only as messages it sends (a "Searching…" message it edits or deletes, streamed drafts) and as the
+typing status, which is the busy marker; no tool, thought or status selector.
 """
 
 from .messenger import messenger_profile

@@ -25,6 +25,10 @@ How tweb shows a bot chat, from its source (tests/support/telegram/k/index.html 
 - tweb drops bubbles far from the viewport; the driver marks bubbles rather than counting them.
 
 What every messenger profile shares (the quiet windows, `/new`, the limits) is drivers/messenger.py.
+
+An agent's work: Telegram cannot show it apart from the answer. A bot's tool use reaches the chat
+only as messages it sends (a "Searching…" message it edits or deletes, streamed drafts) and as the
+typing status, which is the busy marker; no tool, thought or status selector.
 """
 
 from .messenger import messenger_profile

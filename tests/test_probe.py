@@ -9,7 +9,7 @@ import time
 import pytest
 
 from demo_agent.web import DemoChatServer
-from drivers.probe import ProbeReport, probe_message
+from drivers.probe import DEFAULT_TEXT, ProbeReport, probe_message
 from tests.conftest import mmb
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.static_site import serve
@@ -201,3 +201,30 @@ def test_an_input_hidden_a_while_after_it_showed_is_waited_for_as_the_run_waits(
 def test_the_wait_for_a_hidden_input_is_said():
     said = ProbeReport(profile="lab", url="http://127.0.0.1:9/", input_waited_s=2.46).render()
     assert "the input was hidden just after the chat opened: waited 2.5 s for it to show again" in said
+
+
+def test_probe_a_chat_told_apart_by_its_authors_names(tmp_path):
+    """No selector of either side: every bubble is `.msg`, the author's name in each (once per group)."""
+    with ChatLab(LabScenario(authors="name-once", bubbles=2)) as lab:
+        done = mmb("probe", lab.url + "/", *flags(["input=#box", "send=#send", "message=#log .msg", "author=.name",
+                                                   "busy=#stop", "new_chat=#new-chat"]),
+                   "-o", "authors.agent=Memo", "--out", str(tmp_path))
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    marked = probe_message(DEFAULT_TEXT)
+    assert f"  reply[0]: {'part 1 of 2: ' + marked!r}" in out and f"  reply[1]: {'part 2 of 2: ' + marked!r}" in out
+    after = out.split("after the reply:")[1]
+    assert "3 matches, 3 visible" in row(after, "message") and "2 matches, 2 visible" in row(after, "author")
+    assert out.rstrip().endswith("OK: the profile fits this page")
+
+
+def test_probe_shows_the_work_beside_the_answer(tmp_path):
+    """A reply that shows a tool card and a thought: the probe prints the answer alone, then the work."""
+    with ChatLab(LabScenario(work=["tool", "thought"], work_ms=300)) as lab:
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS + ["tool=.work.tool", "thought=.work.thought"]),
+                   "--send", "hello", "--out", str(tmp_path))
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert f"  reply[0]: {'echo: ' + probe_message('hello')!r}" in out
+    assert "  work[0] (not the answer): 'tool: 🔧 Used tool memory_search'" in out
+    assert "  work[1] (not the answer): 'thought: 💭 Thought for 1 second'" in out

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from drivers.base import ChatBefore, ChatDriver, Reply, SendJournal
 from persona.crashpoints import crash_point
-from persona.state import AgentNotice, AgentSession, Exchange, PendingSend, RunState, RunStore
+from persona.state import AgentActivity, AgentNotice, AgentSession, Exchange, PendingSend, RunState, RunStore
 
 log = logging.getLogger(__name__)
 Save = Callable[[], None]
@@ -29,6 +29,11 @@ class AgentChannel(SendJournal):
         self.save = save
         self._resend_why: str | None = None
         self._commands_seen = 0  # the driver's count of commands typed, as last added to the state
+
+    @property
+    def turn(self) -> int | None:  # type: ignore[override]
+        """The pending message's turn: each typing of it (a retry, a resend) is that turn."""
+        return self.state.pending.turn if self.state.pending is not None else None
 
     async def open(self) -> None:
         """Open the current session's chat, or a first one."""
@@ -71,7 +76,8 @@ class AgentChannel(SendJournal):
         self.store.append_exchange(self.state, Exchange(
             turn=self.state.turn + 1, session=self.state.session, phase=self.state.phase, sent=text,
             reply=reply.bubbles, signal=reply.signal, reply_seconds=round(reply.seconds, 3),
-            typed=pending.typed if pending is not None else 1))
+            typed=pending.typed if pending is not None else 1,
+            activity=[AgentActivity(kind=a.kind, title=a.title, text=a.text) for a in reply.activity]))
         self.state.turn += 1
         self.state.agent_notices += [AgentNotice(turn=self.state.turn, session=self.state.session, text=n)
                                      for n in reply.notices]

@@ -50,6 +50,7 @@ from tests.support.variant_lab import WIDGET_HOST, Variant, app_page, host_page
 
 Responder = Callable[[str, list[dict[str, str]]], list[str]]
 NEW_CHAT_ACK = "✅ New conversation started. I forgot everything we said."
+AGENT_NAME = "Memo"  # the agent's name on its bubbles, where only names tell the sides apart (LabScenario.authors)
 AGENT_ERROR = "Error: the model is overloaded, try again."
 
 
@@ -99,6 +100,24 @@ class LabScenario(BaseModel):
     late_ms: int = 3000
     busy_gives_up_ms: int = 0  # with "no-reply": the busy marker goes away after this long, still with no reply
     variant: Variant | None = None  # a page of tests/support/variant_lab.py (random names, frames, launcher) instead
+    # The agent's work before its answer, as memory agents show it: each step ("tool": a tool card that runs
+    # work_ms and then shows its result, which holds the answer's words; "thought": a thinking block;
+    # "status": a "Searching memory…" line, removed once the answer starts), in the reply's bubble (Gradio,
+    # Open WebUI) or beside it as elements of their own (Chainlit, OpenClaw); the busy marker shows meanwhile
+    # only with work_busy (a page with no busy marker during a tool's pause cuts a naive reply there).
+    work: list[Literal["tool", "thought", "status"]] = []
+    work_ms: int = 0
+    work_place: Literal["in-bubble", "beside"] = "in-bubble"
+    work_busy: bool = True
+    work_after_answer: bool = False  # the last step comes after the answer's words (a note written once it answered)
+    newest_first: bool = False  # the DOM lists the newest message first, laid out bottom-up (column-reverse): a reader
+    # still sees the oldest on top
+    forgets_on_reload: bool = False  # a page loaded shows an empty chat (the server keeps the conversation)
+    # Sides told apart only by who wrote them (every bubble the same `.msg`): a name in each bubble ("User", the
+    # agent's "Memo"), the name only on the first bubble of a group (messengers), or an avatar whose alt names it.
+    authors: Literal["none", "name", "name-once", "avatar"] = "none"
+    stop_class_counter: bool = False  # the stop button's class carries a counter that changes with each page load
+    # (stopButton-<n>), as CSS-in-JS builds name classes
 
 
 class ChatLab:
@@ -161,8 +180,13 @@ class ChatLab:
             "ignore": ".welcome",
             "error": "#log .bubble.error",
             "new_chat": "#new-chat",
+            **({"tool": ".work.tool", "thought": ".work.thought", "status": ".work.status"} if s.work else {}),
             **overrides.pop("selectors", {}),
         }
+        if s.authors != "none":
+            selectors.update(assistant_message=None, user_message=None, message="#log .msg",
+                             author=".avatar" if s.authors == "avatar" else ".name")
+            overrides.setdefault("authors", {"agent": AGENT_NAME})
         completion = {"first_bubble_timeout_s": 30, "timeout_s": 60, **overrides.pop("completion", {})}
         return Profile(name=name, url=self.url + "/", selectors=Selectors(**selectors),
                        completion=Completion(**completion), **overrides)
@@ -334,6 +358,9 @@ _STYLE = r"""<style>
   chat-app, chat-log { display: flex; flex-direction: column; flex: 1; min-height: 0; }
   chat-composer { display: block; }
   .bubble.error { background: #fdd; color: #900; }
+  .work { font-size: 12px; color: #555; border-left: 3px solid #bbb; margin: 4px 0; padding: 2px 6px; }
+  .work .work-body { white-space: pre-wrap; }
+  #log.newest-first { display: flex; flex-direction: column-reverse; justify-content: flex-end; }
 </style>"""
 
 _HTML = r"""<!doctype html>
@@ -359,6 +386,8 @@ _HTML = r"""<!doctype html>
   const $ = (id) => scopes.map((s) => s.getElementById(id)).find(Boolean);
   const log = $("log"), box = $("box");
   const sendBtn = $("send"), stopBtn = $("stop");
+  if (cfg.newest_first) log.classList.add("newest-first");
+  if (cfg.stop_class_counter) stopBtn.classList.add(`stopButton-${100 + Math.floor(Math.random() * 900)}`);
   const typing = $("typing");
   let conv = cfg.conv, busy = false, aborted = false, refusals = 0;
   const alertBox = $("alert");
@@ -369,12 +398,45 @@ _HTML = r"""<!doctype html>
   function setText(el, text) {
     (el.querySelector(".text") || el).textContent = text;
   }
-  function build(m) {
+  // A piece of the agent's work: a titled block (a toggle, as real UIs make them) with its body.
+  function buildWork(x) {
     const el = document.createElement("div");
-    el.className = "bubble " + m.role + (m.welcome ? " welcome" : "");
-    if (cfg.text_span) el.append(Object.assign(document.createElement("span"), {className: "text"}));
+    el.className = "work " + x.kind;
+    const head = document.createElement("button");
+    head.type = "button";
+    head.className = "work-title";
+    head.setAttribute("aria-expanded", "true");
+    // Icons as real UIs draw them in a toggle: an icon font's ligature, an svg spinner with its own style.
+    const glyph = Object.assign(document.createElement("span"), {className: "material-symbols-outlined",
+                                                                 textContent: x.running ? "progress_activity" : "check"});
+    head.innerHTML = '<svg width="8" height="8"><style>.s { fill: #888 }</style><circle class="s" cx="4" cy="4" r="3"/></svg>';
+    head.append(glyph, x.title);
+    el.append(head);
+    if (x.running) el.append(Object.assign(document.createElement("span"), {className: "spinner", textContent: "⏳"}));
+    if (x.body) el.append(Object.assign(document.createElement("div"), {className: "work-body", textContent: x.body}));
+    x.node = el;
+    return el;
+  }
+  // Who wrote a bubble, where only that tells the sides apart: a name or an avatar, maybe once per group.
+  function authorOf(m) {
+    const name = m.role === "me" ? "User" : "Memo";
+    const prev = msgs[msgs.indexOf(m) - 1];
+    if (cfg.authors === "name-once" && prev && prev.role === m.role) return null;
+    if (cfg.authors === "avatar") return Object.assign(document.createElement("img"), {className: "avatar", alt: name,
+      src: "data:image/svg+xml," + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"/>')});
+    return Object.assign(document.createElement("span"), {className: "name", textContent: name});
+  }
+  function build(m) {
+    if (m.role === "work") return buildWork(m);
+    const el = document.createElement("div");
+    const named = cfg.authors !== "none" && m.role !== "error";
+    el.className = "bubble " + (named ? "msg" : m.role) + (m.welcome ? " welcome" : "");
+    if (named) { const who = authorOf(m); if (who) el.append(who, document.createElement("br")); }
+    if (m.work) for (const x of m.work) el.append(buildWork(x));
+    if (cfg.text_span || m.work || named) el.append(Object.assign(document.createElement("span"), {className: "text"}));
     setText(el, m.text);
-    const marked = m.done && m.role === "bot";
+    if (m.workAfter) for (const x of m.workAfter) el.append(buildWork(x));
+    const marked = m.done && m.role === "bot";  // (with authors too: the markers stay the agent's)
     if (marked && cfg.done === "attr") el.dataset.done = "1";
     const frag = document.createDocumentFragment();
     frag.append(el);
@@ -389,13 +451,14 @@ _HTML = r"""<!doctype html>
     return frag;
   }
   function renderAll() {
-    log.replaceChildren(...msgs.map(build));
+    const built = msgs.map(build);
+    log.replaceChildren(...(cfg.newest_first ? built.reverse() : built));
     log.scrollTop = log.scrollHeight;
   }
   function add(m) {
     msgs.push(m);
     if (cfg.rerender) return renderAll(), m;
-    log.append(build(m));
+    if (cfg.newest_first) log.prepend(build(m)); else log.append(build(m));
     log.scrollTop = log.scrollHeight;
     return m;
   }
@@ -433,7 +496,8 @@ _HTML = r"""<!doctype html>
     log.replaceChildren();
     if (cfg.welcome !== null) add({role: "bot", text: cfg.welcome, welcome: true, done: true});
     const res = await fetch(`/api/c/${conv}`);
-    for (const m of (await res.json()).messages) add({role: m.role, text: m.text, done: true});
+    const history = (await res.json()).messages;
+    if (!cfg.forgets_on_reload) for (const m of history) add({role: m.role, text: m.text, done: true});
     log.dataset.ready = "1";
   }
   const ready = load();
@@ -467,6 +531,32 @@ _HTML = r"""<!doctype html>
     sync();
   }
 
+  const WORK_TITLES = {tool: ["🔧 Using tool memory_search…", "🔧 Used tool memory_search"],
+                       thought: ["💭 Thinking…", "💭 Thought for 1 second"], status: ["Searching memory…", "Searching memory…"]};
+  // One step of the agent's work shown, in the bubble `m` or beside it; a tool runs cfg.work_ms.
+  async function showWork(kind, m, text, where) {
+    const [running, finished] = WORK_TITLES[kind];
+    const x = {role: "work", kind, title: running, running: kind === "tool", done: false,
+               body: kind === "thought" ? "The user asks something; choosing what to tell them." : ""};
+    if (m) { (m[where] = m[where] || []).push(x); if (cfg.rerender) renderAll(); else m.node[where === "work" ? "prepend" : "append"](buildWork(x)); }
+    else add(x);
+    setBusy(cfg.work_busy);
+    await sleep(kind === "tool" ? cfg.work_ms : 50);
+    // A tool's result holds the answer's words: a reader must not take it for the answer.
+    Object.assign(x, {title: finished, running: false, body: kind === "tool" ? `memory_search result: ${text}` : x.body});
+    if (cfg.rerender) renderAll(); else x.node.replaceWith(buildWork(x));
+    return x;
+  }
+  function dropStatus(m) {
+    for (const list of [msgs, (m && m.work) || []]) {
+      for (const x of list.filter((y) => y.role === "work" && y.kind === "status")) {
+        list.splice(list.indexOf(x), 1);
+        if (!cfg.rerender) x.node.remove();
+      }
+    }
+    if (cfg.rerender) renderAll();
+  }
+
   async function streamBubble(text, first, late) {
     const wait = first ? (late || cfg.first_token_ms) : cfg.bubble_gap_ms;
     let m = null;
@@ -474,6 +564,10 @@ _HTML = r"""<!doctype html>
     if (cfg.placeholder !== null) m = add({role: "bot", text: cfg.placeholder, done: false});
     await sleep(wait);
     if (aborted) return;
+    const steps = first ? cfg.work.slice(0, cfg.work_after_answer ? -1 : undefined) : [];
+    if (steps.length && cfg.work_place === "in-bubble" && !m) m = add({role: "bot", text: "", done: false, work: []});
+    for (const kind of steps) await showWork(kind, cfg.work_place === "in-bubble" ? m : null, text, "work");
+    dropStatus(m);
     setBusy(true);
     const parts = [];
     const step = cfg.chunk_chars || text.length || 1;
@@ -484,6 +578,10 @@ _HTML = r"""<!doctype html>
       const shown = parts.slice(0, i + 1).join("");
       if (!m) m = add({role: "bot", text: shown, done: false});
       else update(m, {text: shown}, i === 0 && cfg.placeholder !== null && cfg.placeholder_replace === "node");
+    }
+    if (first && cfg.work_after_answer && cfg.work.length) {
+      const kind = cfg.work[cfg.work.length - 1];
+      await showWork(kind, cfg.work_place === "in-bubble" ? m : null, text, "workAfter");
     }
     if (cfg.done !== "none") {
       if (cfg.done_delay_ms) await sleep(cfg.done_delay_ms);

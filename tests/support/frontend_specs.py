@@ -6,6 +6,7 @@ is reused until this table changes, and a new release cannot break CI unnoticed.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tests.support.frontends import Frontend, Launch
@@ -75,3 +76,11 @@ OPENWEBUI = Frontend(
 )
 
 FRONTENDS = [GRADIO, CHAINLIT, STREAMLIT, OPENWEBUI]
+
+
+def as_agent(frontend: Frontend, tool_pause_s: float) -> Frontend:
+    """The frontend's app in agent mode (apps/agent_loop.py): reasoning and a memory search shown before
+    each answer, the search taking `tool_pause_s`. Same venv, same driver profile."""
+    base = frontend.env
+    return dataclasses.replace(frontend, env=lambda launch: {**base(launch), "MMB_AGENT": "1",
+                                                             "MMB_TOOL_PAUSE_S": str(tool_pause_s)})

@@ -155,6 +155,7 @@ def start(frontend: Frontend, *, model_url: str, model: str, workdir: Path) -> I
     launch = Launch(port=free_port(), model_url=model_url, model=model, workdir=workdir)
     if frontend.app:
         shutil.copy(APPS / frontend.app, workdir / "app.py")
+        shutil.copy(APPS / "agent_loop.py", workdir / "agent_loop.py")  # the apps' tool loop in agent mode
     env = {**os.environ, "PATH": f"{frontend.bin}{os.pathsep}{os.environ.get('PATH', '')}",
            "HOME": str(workdir), "PYTHONUNBUFFERED": "1", "OPENAI_BASE_URL": model_url,
            "OPENAI_API_KEY": "sk-local-test", "MMB_TEST_MODEL": model, **frontend.env(launch)}

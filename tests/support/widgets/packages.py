@@ -29,7 +29,8 @@ from tests.support.node_frontends import esbuild_bundle, npm_install
 N8N_CHAT = "@n8n/chat@1.37.0"
 FLOWISE_EMBED = "flowise-embed@3.1.6"
 BOTFRAMEWORK_WEBCHAT = "botframework-webchat@4.18.1"
-ASSISTANT_UI = ("@assistant-ui/react@0.15.22", "react@19.3.1", "react-dom@19.3.1", "esbuild@0.28.2")
+ASSISTANT_UI = ("@assistant-ui/react@0.15.22", "@assistant-ui/react-data-stream@0.12.32", "react@19.3.1", "react-dom@19.3.1",
+                "esbuild@0.28.2")
 ASSISTANT_UI_ENTRY = Path(__file__).resolve().parent / "pages" / "assistant_ui.jsx"
 
 
