@@ -17,6 +17,7 @@ PROFILE_MODULES = {
     "openclaw": "drivers.openclaw",
     "telegram_k": "drivers.telegram_k",
     "telegram_a": "drivers.telegram_a",
+    "hydrogen": "drivers.hydrogen",
     "librechat": "drivers.librechat",
     "hermes": "drivers.hermes",
     "deep_chat": "drivers.deep_chat",
