@@ -8,8 +8,17 @@ model of a memory-keeping agent with the tools OpenClaw itself offers it:
 - a question: `memory_search` (a deferred tool, so through OpenClaw's `tool_call` wrapper), then
   answer from the search result alone: the chat history is never read for an answer, so a new
   session answers from the memory files and a fact that was never written is never found;
-- OpenClaw's own housekeeping: the pre-compaction memory flush is answered `NO_REPLY` (the facts
-  are on disk already), a compaction summary request gets a summary of the user's words.
+- the person's message is the last one with a sender ("Conversation info: … sender"): the gateway's
+  own user messages ("(session bootstrap)", "Continue the current task…" after a compaction) are not;
+- OpenClaw's own requests: a compaction gets a summary in the sections it asks for (the history's,
+  or a split turn's prefix), the person's words kept; after a turn compacted midway the person's
+  request is the summary's pending ask; a new session's title is its first words; a request with no
+  message of the person (housekeeping such as the pre-compaction memory flush, not seen here) is
+  answered `NO_REPLY`.
+
+`context_tokens` plays a model server with a small context: a longer request is refused with vLLM's
+error, which OpenClaw takes for an overflow and answers by compacting (OpenClaw 2026.9.6, given only a
+small `contextWindow`, left older turns out of its prompt in our runs and never summarized).
 
 `unwritten` makes it forget on purpose: a statement matching one of these regexes is acknowledged
 and not written, so a test knows which checks the memory cannot hold (a fact never stored, or a
