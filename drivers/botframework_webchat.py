@@ -17,6 +17,11 @@ polling, whose bot sends a typing activity and then its answer). Quirks:
   each streamed step as a bubble of its own beside the final message.
 - The send box is a single-line `<input>` unless the site sets `styleOptions.sendBoxTextWrap`: line
   breaks in a message are lost there.
+
+An agent's work: Web Chat has no tool or reasoning view. A bot that reports progress sends it as
+activities: a typing indicator (the busy marker) or, with livestreaming, informative typing
+updates ("Searching…"), which 4.18.1 draws as bubbles of their own (see above, not supported), so
+the profile has no tool, thought or status selector.
 """
 
 from .profile import Completion, Profile, Selectors

@@ -11,6 +11,15 @@ with `chainlit run app.py --host 127.0.0.1 --port 8000 --headless`. Quirks:
   area) the chat area mounts and clears the input: a message typed before that is never sent. The
   driver sees the input cleared and the send button disabled, types it again in the same page, and
   the report's run log says so (InputCleared).
+
+How it shows an agent's work (seen on the live page, chainlit 2.12.0, app in agent mode, `cot =
+"full"`, the default): each `cl.Step` is a `.step[data-step-type=<type>]` beside the messages (not
+inside them), an accordion reading "Using <name>" with `.loading-shimmer` while it runs and "Used
+<name>" after, its input and output in the collapsed content. `tool`, `retrieval`, `embedding` and
+`rerank` steps are tool work; `llm`, `run` and `undefined` steps (where apps put reasoning, and what
+`@cl.step` makes by default) are thoughts. Between steps, while no step runs, a blinking cursor
+(`.loading-cursor`) shows; with the stop button and the shimmer it is a busy marker. With `cot =
+"hidden"` no step is shown; with `"tool_call"` only tool steps.
 """
 
 from .profile import Completion, Profile, Selectors
@@ -23,7 +32,10 @@ PROFILE = Profile(
         send="#chat-submit",
         assistant_message="[data-step-type=assistant_message]",
         user_message="[data-step-type=user_message]",
-        busy="#stop-button",
+        busy="#stop-button, .loading-shimmer, .loading-cursor",
+        tool=".step[data-step-type=tool], .step[data-step-type=retrieval], .step[data-step-type=embedding], "
+             ".step[data-step-type=rerank]",
+        thought=".step[data-step-type=llm], .step[data-step-type=run], .step[data-step-type=undefined]",
         new_chat="#new-chat-button",
         new_chat_confirm="#confirm",
     ),

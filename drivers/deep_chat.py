@@ -15,6 +15,10 @@ the selectors below are written as inside the root. Quirks:
   session is a reload. A site that keeps them (its `history`, `browserStorage` or `loadHistory`
   options) has its own button for a new chat: set `selectors.new_chat` and `options.new_session`
   "button". With `upwardsMode` the newest message is at the top: not supported.
+
+An agent's work: deep-chat draws messages (text, HTML, files) and nothing else; a site that shows
+tool calls or reasoning does so inside messages as its own HTML, which no selector of this profile
+can know: set `selectors.tool` / `thought` to that markup.
 """
 
 from .profile import Completion, Profile, Selectors

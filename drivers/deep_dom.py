@@ -10,7 +10,9 @@ nested. The helper gives the page-side scripts the same view as the locators:
   composed tree order (a host's shadow content right after the host, before its light children);
 * `Q.closest`, `Q.contains`, `Q.after`: the DOM's own, across shadow boundaries;
 * `Q.observe(callback)`: one MutationObserver on the document and on every shadow root, those
-  attached later included.
+  attached later included;
+* `Q.text(el, exact, skip)`: an element's text with what its open shadow roots show (a bubble made
+  of web components, as Panel's Bokeh ones are, has none of its words in its own innerText).
 
 Shadow roots are known without walking the DOM on every query: `SHADOW_HOOK_JS`, added as an init
 script before the page's own scripts run, records every open root as it is attached; the first use
@@ -236,7 +238,46 @@ DEEP_DOM_JS = r"""(() => {
   }
 
   const shadowRoots = () => [...roots].filter((r) => r.host.isConnected).length;
-  const Q = {all, live, closest, contains, after, observe, refresh, html, shadowRoots};
+
+  // An element's text with what its open shadow roots show (innerText and textContent stop at a
+  // shadow host: a bubble built of web components, as Bokeh's are in Panel, reads as ""). `exact`:
+  // as shown (hidden parts out, a line break around each block); else as the DOM holds it, with no
+  // layout. Elements matching `skip` are left out where they stand (a name, a time inside a bubble).
+  // A part holding no root and nothing skipped is read by the browser's own innerText / textContent.
+  function hasRoot(el) {
+    if (el.shadowRoot) return true;
+    const subs = childRoots().get(el.getRootNode());
+    return !!subs && subs.some((r) => el.contains(r.host));
+  }
+  const NOT_TEXT = /^(SCRIPT|STYLE|TEMPLATE|NOSCRIPT)$/;
+  const BLOCK = /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|DD|DETAILS|DIV|DL|DT|FIELDSET|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HR|LI|MAIN|NAV|OL|P|PRE|SECTION|SUMMARY|TABLE|TR|UL)$/;
+  function composedText(el, exact, skip) {
+    const plain = !hasRoot(el) && !(skip && el.querySelector(skip)) &&  // a slot shows what innerText does not see
+                  !(el.getRootNode() instanceof ShadowRoot && (el.tagName === "SLOT" || el.querySelector("slot")));
+    if (plain) return exact ? el.innerText || "" : el.textContent || "";
+    const slotted = el.tagName === "SLOT" ? el.assignedNodes({flatten: true}) : [];
+    const kids = el.shadowRoot ? el.shadowRoot.childNodes : slotted.length ? slotted : el.childNodes;
+    let out = "";
+    for (const n of kids) {
+      if (n.nodeType === Node.TEXT_NODE) {
+        const holder = n.parentElement || el;  // a text right in a shadow root: its host's
+        const style = exact ? getComputedStyle(holder) : null;
+        if (style && style.visibility !== "visible") continue;
+        out += style && !style.whiteSpace.startsWith("pre") ? n.textContent.replace(/\s+/g, " ") : n.textContent;
+      } else if (n.nodeType === Node.ELEMENT_NODE && !NOT_TEXT.test(n.tagName) && !(skip && n.matches(skip))) {
+        const display = exact ? getComputedStyle(n).display : "";
+        // (a slot, or an element with display: contents, has no box of its own but shows its children)
+        if (exact && n.checkVisibility && !n.checkVisibility() && display !== "contents") continue;
+        const part = composedText(n, exact, skip);
+        const block = exact ? !display.startsWith("inline") && display !== "contents" : BLOCK.test(n.tagName);
+        out += block ? "\n" + part.replace(/^ +| +$/g, "") + "\n" : part;
+      }
+    }
+    return out;
+  }
+  const text = (el, exact = false, skip = null) => composedText(el, exact, skip || null).replace(/\n{3,}/g, "\n\n");
+
+  const Q = {all, live, closest, contains, after, observe, refresh, html, shadowRoots, text, hasRoot};
   Object.defineProperty(window, "__mmbDom", {value: Q, enumerable: false, configurable: true});
   walk(document);
   return Q;

@@ -21,7 +21,8 @@ The steps, each bounded and told to `say` (stderr):
    meanwhile) give the busy marker;
 5. whether a reload shows the chat again, as seen (`keeps_history` true, false, or left out when the
    page never settled), then New chat: controls named for it (with a confirmation dialog if one
-   opens), else a reload or forgetting the origin's storage, whichever empties the chat;
+   opens), else a reload or forgetting the origin's storage, whichever empties the chat (never the
+   storage when it holds a saved login: that would log out);
 6. the profile found is checked by `mmb probe`'s own code path (a round trip, New chat and its
    reset check) on a fresh browser context: only then is discovery a success.
 
@@ -153,8 +154,10 @@ async def control_selectors(frame: Frame, control: dict[str, Any]) -> list[str]:
 
 
 class Discoverer:
-    def __init__(self, page: Page, url: str, *, say: Say, budget_s: float = BUDGET_S, shown: Callable[[str], str] = str):
+    def __init__(self, page: Page, url: str, *, say: Say, budget_s: float = BUDGET_S, shown: Callable[[str], str] = str,
+                 logged_in: bool = False):
         self.page, self.url, self.say, self.shown = page, url, say, shown
+        self.logged_in = logged_in  # a saved login (--auth) lives in the browser's storage
         self.deadline = time.monotonic() + max(budget_s - VERIFY_S, 10.0)
         self.result = Discovery(url=url)
         self.tag = f"check {token_source.randbelow(9000) + 1000}"
@@ -519,6 +522,12 @@ class Discoverer:
                           (f", after confirming with {confirm!r}" if confirm else ""), weighed)
                 return
             weighed.append(f"{sel!r}: the chat still shows our message after clicking it")
+        if self.logged_in:  # forgetting the storage would log out: the chat would never show again
+            self.note("new chat", None, "no control named for a new chat empties it", weighed)
+            raise _Out("no way to start a new chat: no control named for it empties the chat, and forgetting the "
+                       "browser's storage would end the login (--auth) with it. A bot in a messenger starts a new "
+                       'session with its command: set options.new_session to "message" (new_session_message, '
+                       'default "/new"), as the telegram and hydrogen profiles do')
         self.note("new chat", None, "no control named for a new chat empties it: trying the browser's storage", weighed)
         await self.forget_storage()
 
@@ -619,12 +628,13 @@ class Discoverer:
 
 
 async def discover(context: BrowserContext, url: str, *, new_context: NewContext, out_dir: Path, say: Say,
-                   send: bool = True, budget_s: float = BUDGET_S) -> Discovery:
-    """Find the chat on `url` in a page of `context`, then verify the profile on a fresh context."""
+                   send: bool = True, budget_s: float = BUDGET_S, logged_in: bool = False) -> Discovery:
+    """Find the chat on `url` in a page of `context` (`logged_in`: it holds a saved login), then verify the
+    profile on a fresh context."""
     started = time.monotonic()
     hidden = ChatUrl(url)
     page = await context.new_page()
-    finder = Discoverer(page, hidden.opened, say=say, budget_s=budget_s, shown=hidden.hide)
+    finder = Discoverer(page, hidden.opened, say=say, budget_s=budget_s, shown=hidden.hide, logged_in=logged_in)
     found = await finder.run(send=send)
     found.url = url
     with contextlib.suppress(PlaywrightError):

@@ -14,6 +14,14 @@ streaming). Quirks:
 - The welcome message is a bot bubble like the others; the reset is checked on our own bubbles.
 - While a reply is awaited and streamed the textarea is disabled: the busy marker. Before the first
   token a bot bubble with three dots and no text stands in (a placeholder, skipped).
+
+How it shows an agent's work (seen on the live widget, 3.1.6, its backend streaming `thinking` and
+`usedTools` events; Bot.tsx, bubbles/BotBubble.tsx, ThinkingBubble.tsx): reasoning is a card above
+the answer's bubble in `.host-container`, a `button[aria-expanded]` reading "Thinking..." (with a
+`.thinking-spinner`) while it streams and "Thought for N seconds" after (no class of its own: the
+selector is the card holding that toggle). Tool calls (`usedTools`) are kept on the message but not
+drawn; a multi-agent flow's "Agent Messages" (`details`, only with `showAgentMessages`) are thoughts
+too. The spinner is a busy marker, with the disabled input.
 """
 
 from .profile import Profile, Selectors
@@ -26,7 +34,8 @@ PROFILE = Profile(
         send="[data-testid=input] button.chatbot-button",
         assistant_message="[data-testid=host-bubble]",
         user_message="[data-testid=guest-bubble]",
-        busy="[data-testid=input] textarea:disabled",
+        busy="[data-testid=input] textarea:disabled, .host-container .thinking-spinner",
+        thought=".host-container div:has(> button[aria-expanded]), .host-container details",
         new_chat="button[title='Reset Chat']",
     ),
     new_session="button",

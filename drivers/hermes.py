@@ -15,6 +15,10 @@ From ChatNative.tsx and chat/composer/ChatBar.tsx:
 - the composer (`textarea[aria-label=Message]`, Enter sends) is disabled while a reply streams:
   the busy marker ("Retry" under a finished reply has no selector CSS can match by, so no done
   marker);
+- an agent's work: the native chat draws only `message.delta` and `message.complete` from the
+  gateway, so a running turn shows no tool call or reasoning, only "…" until its first words. A
+  resumed session lists the stored messages as they are, tool results included, each a
+  `div[data-role=tool]`: the `tool` selector, so they are never taken for an answer;
 - /chat without `?resume=<session id>` creates a fresh session (what New chat does), so a new
   session is opened by URL and verified by the emptied list.
 """
@@ -30,6 +34,7 @@ PROFILE = Profile(
         assistant_message="[data-role='assistant']",
         user_message="[data-role='user']",
         busy="textarea[aria-label='Message']:disabled",
+        tool="[data-role='tool']",
     ),
     new_session="url",
     new_session_url="/chat",

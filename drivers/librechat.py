@@ -15,6 +15,12 @@ From the source:
   `data-testid=stop-generation-button` in some versions);
 - new chat: `[data-testid=nav-new-chat-button]`, which goes to /c/new; the first message gives
   the conversation its URL /c/<id> (e2e/specs/mock/helpers.ts).
+- an agent's work is drawn in the message body before the answer: reasoning (`Content/Parts/
+  Reasoning.tsx`) in a `group/thinking-container` with a "Thinking"/"Thoughts" toggle; each tool
+  call (`Content/ToolCall.tsx`, also code runs and searches) a row holding `ProgressText`
+  (`.progress-text-wrapper`), its label shimmering (`.shimmer`) while the tool runs, its input and
+  output in a panel opened on click. Rebuilt in tests/support/markup/librechat.html.
+
 The strongest completion signal LibreChat offers is its API (`/api/messages/<id>`,
 `unfinished: false`); a UI driver uses the stop button and a stable text instead.
 """
@@ -29,7 +35,10 @@ PROFILE = Profile(
         send="[data-testid='send-button']",
         assistant_message="[data-testid='messages-view'] .message-render .agent-turn [data-testid='message-body']",
         user_message="[data-testid='messages-view'] .message-render .user-turn [data-testid='message-body']",
-        busy="[data-testid='stop-generation-button'], button[aria-label='Stop generating']",
+        busy="[data-testid='stop-generation-button'], button[aria-label='Stop generating'], "
+             ".agent-turn .progress-text-wrapper .shimmer",
+        tool="[data-testid='messages-view'] .agent-turn div:has(> .progress-text-wrapper)",
+        thought="[data-testid='messages-view'] .agent-turn [class~='group/thinking-container']",
         new_chat="[data-testid='nav-new-chat-button']",
     ),
     completion=Completion(first_bubble_timeout_s=180, timeout_s=900),

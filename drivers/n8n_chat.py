@@ -18,6 +18,10 @@ streaming on and previous sessions loaded). Quirks:
   (`[data-test-id=chat-message-typing]`), itself a `.chat-message-from-bot`: the busy marker, and
   ignored as a reply.
 - The message history arrives after the input is shown; there is no marker of it having arrived.
+
+An agent's work: the widget cannot show it. It draws the chat messages only; an AI Agent node's tool
+calls and intermediate steps stay in n8n's execution log (the streamed `item`s are the answer's
+text), so the profile has no tool, thought or status selector.
 """
 
 from .profile import Profile, Selectors

@@ -15,6 +15,19 @@ model downloads, no title/tag/follow-up generation), and ~40 s and ~1 GB to get 
 - "New chat" is a link in the sidebar; collapsed (the default at 1100 px), the sidebar keeps an
   inert copy of it, hence `:not([inert] *)`. A new chat is at `/`, and gets a `/c/<id>` URL
   once its first message is sent.
+
+How it shows an agent's work (seen on the live page, 0.12.4, a Tool registered through its API and
+native function calling, its default; tests/support/openwebui_setup.py): the backend turns reasoning
+(`reasoning_content` / `reasoning` deltas, or `<think>…</think>` in the text) and tool calls into
+blocks of the one assistant message, drawn above the answer's `.markdown-prose`:
+- reasoning alone: a collapsible reading "Thinking..." (`.shimmer`, a spinner) then "Thought for N
+  seconds" (a `div` whose child is the `button[aria-expanded]` toggle; no id, no class of its own);
+- a tool call alone: its display, `[id$="-tc"]`, "Executing <name>..." then "View Result from <name>";
+- consecutive reasoning and tool calls (what an agent's turn shows): one group, `[id*="-detail-group"]`,
+  "Exploring <tool>" (`.shimmer`, a spinner) while the tool runs, "Explored <tool>" after; its
+  parts are mounted only when opened;
+- status lines (`.status-description`: web or knowledge search) above the content.
+The shimmer is a busy marker, with the Stop button.
 """
 
 from .profile import Completion, Profile, Selectors
@@ -27,7 +40,10 @@ PROFILE = Profile(
         send="#send-message-button",
         assistant_message=".chat-assistant",
         user_message=".chat-user .markdown-prose",
-        busy="button[aria-label=Stop]",
+        busy="button[aria-label=Stop], .chat-assistant .shimmer",
+        tool=".chat-assistant [id*='-detail-group'], .chat-assistant [id$='-tc']",
+        thought=".chat-assistant div:has(> button.text-start[aria-expanded])",
+        status=".chat-assistant .status-description",
         done="button.copy-response-button",
         new_chat="a[aria-label='New Chat']:not([inert] *)",
         dismiss="[role=dialog] button[aria-label=Close]",

@@ -90,6 +90,7 @@ class SendCheck(BaseModel):
     text: str
     retyped: int = 0  # the page cleared what was typed before send (nothing sent), so it was typed again
     bubbles: list[str] = []
+    work: list[str] = []  # the work the reply showed beside its answer, "kind: title"
     signal: str = ""
     seconds: float = 0.0
     error: str | None = None
@@ -155,6 +156,7 @@ class ProbeReport(BaseModel):
                              + (f" (typed again {s.retyped} time(s): the page had cleared the input before send)"
                                 if s.retyped else ""))
                 lines += [f"  reply[{i}]: {b!r}" for i, b in enumerate(s.bubbles)]
+                lines += [f"  work[{i}] (not the answer): {w!r}" for i, w in enumerate(s.work)]
             if self.after_send:
                 lines.append("after the reply:")
                 lines += _table(self.after_send)
@@ -315,6 +317,7 @@ async def _send(driver: PlaywrightDriver, check: SendCheck, within, cleared_retr
         check.error = "no complete reply within the probe's budget"
         return
     check.bubbles, check.signal, check.seconds = reply.bubbles, reply.signal, reply.seconds
+    check.work = [f"{a.kind}: {a.title}" for a in reply.activity]
 
 
 async def _new_chat(driver: PlaywrightDriver, report: ProbeReport, within, *, sent: bool) -> None:

@@ -17,6 +17,7 @@ PROFILE_MODULES = {
     "openclaw": "drivers.openclaw",
     "telegram_k": "drivers.telegram_k",
     "telegram_a": "drivers.telegram_a",
+    "hydrogen": "drivers.hydrogen",
     "librechat": "drivers.librechat",
     "hermes": "drivers.hermes",
     "deep_chat": "drivers.deep_chat",
@@ -24,6 +25,7 @@ PROFILE_MODULES = {
     "flowise": "drivers.flowise",
     "botframework_webchat": "drivers.botframework_webchat",
     "assistant_ui": "drivers.assistant_ui",
+    "panel": "drivers.panel",
 }
 GENERIC = "generic"  # no defaults: every selector comes from config.jsonc
 IN_PROCESS = {"oracle"}  # drivers without a browser (the dry run's oracle agent, persona/engine/oracle.py)

@@ -37,11 +37,6 @@ from .frames import ChatScope, FrameNotFound
 from .profile import Profile
 from .waiting import HEARTBEAT_S, PAGE_GRACE_S, PageNotAnswering, beat, bounded
 
-# A bubble's text without what the profile strips (a time inside the bubble, buttons): how our own
-# message is compared with what we typed, in the page's watch and in the driver alike.
-PLAIN_TEXT_JS = """(el, strip) => { const c = el.cloneNode(true); if (strip) c.querySelectorAll(strip).forEach((s) => s.remove());
-  return c.textContent || ""; }"""
-
 WATCH_JS = in_page(r"""
 ({op, cfg, limits}) => {
   const W = (window.__mmbWatch = window.__mmbWatch || {});
@@ -91,51 +86,34 @@ WATCH_JS = in_page(r"""
                 "[class*=summary], [class*=header], [class*=label]";
   // Its text as the page holds it, a collapsed body included, lines broken where blocks are (no layout).
   const BLOCK = /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|BR|BUTTON|DD|DETAILS|DIV|DL|DT|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HR|LI|MAIN|NAV|OL|P|PRE|SECTION|SUMMARY|TABLE|TR|UL)$/;
+  // Icons are not words: hidden from assistive tech, drawn (svg), or glyphs of an icon font ("check",
+  // "keyboard_arrow_right" in Material Symbols).
+  const iconic = (el) => el.getAttribute("aria-hidden") === "true" || el.localName === "svg" ||
+    /(^|[-_ ])(icon|icons|material-icons|material-symbols\w*)([-_ ]|$)/i.test(typeof el.className === "string" ? el.className : "") ||
+    (el.isConnected && /icon|material|symbol|awesome|glyph/i.test((getComputedStyle(el).fontFamily || "").split(",")[0]));
   const blockText = (node) => [...node.childNodes].map((n) => (
     n.nodeType === Node.TEXT_NODE ? n.textContent
-      : n.nodeType !== Node.ELEMENT_NODE || /^(SCRIPT|STYLE|TEMPLATE)$/.test(n.tagName) ? ""
-      : BLOCK.test(n.tagName) ? "\n" + blockText(n.shadowRoot || n) + "\n" : blockText(n.shadowRoot || n))).join("");
+      : n.nodeType !== Node.ELEMENT_NODE || /^(script|style|template)$/i.test(n.localName) || iconic(n) ? ""
+      : BLOCK.test(n.tagName.toUpperCase()) ? "\n" + blockText(n.shadowRoot || n) + "\n" : blockText(n.shadowRoot || n))).join("");
   function workOf(el) {
     const text = blockText(el).replace(/[ \t\r\f\v]+/g, " ").replace(/ *\n[\s]*/g, "\n").trim();
-    const heading = Q.all(TITLE, el).map((h) => (h.textContent || "").replace(/\s+/g, " ").trim()).find(Boolean);
+    const heading = Q.all(TITLE, el).map((h) => blockText(h).replace(/\s+/g, " ").trim()).find(Boolean);
     const title = (heading || text.split("\n")[0] || "").slice(0, 300);
     const cut = text.length > WORK_TEXT_MAX ? ` … [${text.length - WORK_TEXT_MAX} more characters not kept]` : "";
     return {kind: kindOf(el), title, text: text.slice(0, WORK_TEXT_MAX) + cut};
   }
 
-  // A text without the work shown inside its element (a tool card in the answer's bubble): the parts
-  // around the work are read, each as `read` reads an element.
-  function without(el, inner, exact) {
-    let out = "";
-    for (const n of (el.shadowRoot || el).childNodes) {
-      if (n.nodeType === Node.TEXT_NODE) { out += n.textContent; continue; }
-      if (n.nodeType !== Node.ELEMENT_NODE || inner.includes(n)) continue;
-      if (exact && n.checkVisibility && !n.checkVisibility()) continue;
-      const text = inner.some((w) => Q.contains(n, w)) ? without(n, inner, exact) : raw(n, exact);
-      out += exact && getComputedStyle(n).display.startsWith("inline") ? text : "\n" + text + "\n";
-    }
-    return out;
-  }
-  const raw = (el, exact) => (exact ? el.innerText || el.textContent || "" : el.textContent || "");
-  const ownText = (el, exact) => {
-    const inner = workSel ? Q.all(workSel, el) : [];
-    return inner.length ? without(el, inner, exact).replace(/\n{3,}/g, "\n\n") : raw(el, exact);
-  };
-  const withoutStripped = (el, t, read) => {
-    if (cfg.strip) for (const s of all(cfg.strip, el)) {
-      const x = read(s).trim();
-      const at = x ? t.lastIndexOf(x) : -1;  // timestamps and buttons come last
-      if (at >= 0) t = t.slice(0, at) + t.slice(at + x.length);
-    }
-    return t;
-  };
-  // The text as shown (innerText: line breaks, no hidden parts) lays the page out, which in a long
-  // chat costs a millisecond or more: it is read once a reply looks complete, and for errors and
-  // notices. Until then changes are followed by `quickText`, which needs no layout (and is what a
-  // re-rendered list is compared by: the same for a node that left the page).
-  const textOf = (el) => withoutStripped(el, ownText(el, true), (s) => s.innerText || s.textContent || "").trim();
-  const quickText = (el) => withoutStripped(el, ownText(el, false), (s) => s.textContent || "").replace(/\s+/g, " ").trim();
-  const plainText = (el) => (@PLAIN_TEXT@)(el, cfg.strip);  // our own bubble, as the chat shows it
+  // A bubble's words: what `strip` matches (a time, the author's name) and the work shown in it (a tool
+  // card in the answer's bubble) are left out where they stand, and words in open shadow roots are
+  // read (a bubble of web components, as Panel's, has none in its own innerText). The text as shown
+  // (innerText: line breaks, no hidden parts) lays the page out, which in a long chat costs a
+  // millisecond or more: it is read once a reply looks complete, and for errors and notices. Until
+  // then changes are followed by `quickText`, which needs no layout (and is what a re-rendered list
+  // is compared by: the same for a node that left the page).
+  const notWords = [cfg.strip, workSel].filter(Boolean).join(", ") || null;
+  const textOf = (el) => Q.text(el, true, notWords).trim();
+  const quickText = (el) => Q.text(el, false, notWords).replace(/\s+/g, " ").trim();
+  const plainText = (el) => Q.text(el, false, cfg.strip);  // our own bubble, as the chat shows it
   const placeholders = cfg.placeholders.map((p) => new RegExp(p, "i"));
   const isPlaceholder = (text) => placeholders.some((r) => r.test(text));
   const seen = (w, el) => w.seen.has(el);
@@ -153,8 +131,8 @@ WATCH_JS = in_page(r"""
   function nameOf(el) {
     const a = Q.all(cfg.author, el)[0];
     if (!a) return null;
-    const img = a.matches("img, [role=img]") ? a : a.querySelector("img[alt], [role=img][aria-label]");
-    const said = (a.textContent || "").trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
+    const img = a.matches("img, [role=img]") ? a : Q.all("img[alt], [role=img][aria-label]", a)[0];
+    const said = Q.text(a).trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
                  a.getAttribute("aria-label") || a.getAttribute("title") || "";
     return said.replace(/\s+/g, " ").trim() || null;
   }
@@ -247,7 +225,7 @@ WATCH_JS = in_page(r"""
     }
     for (const el of els) {
       if (!w.work.has(el)) { w.work.set(el, {kind: kindOf(el), key: null, gone: false}); w.workOrder.push(el); }
-      const piece = w.work.get(el), key = el.textContent.length + ":" + el.textContent.slice(-80);
+      const piece = w.work.get(el), words = Q.text(el), key = words.length + ":" + words.slice(-80);
       if (piece.key !== key) { piece.key = key; w.workChanged = performance.now(); }
     }
     return els;
@@ -419,7 +397,7 @@ WATCH_JS = in_page(r"""
   }
   return wait(w);  // op === "wait"
 }
-""".replace("@PLAIN_TEXT@", PLAIN_TEXT_JS))
+""")
 
 _tokens = itertools.count(1)
 

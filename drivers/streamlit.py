@@ -10,6 +10,13 @@ with `streamlit run app.py --server.address 127.0.0.1 --server.headless true
   or set `options.new_session` to "reload" when a fresh page (a new session_state) is a new chat.
 - While the model has not answered yet the assistant bubble is there but empty: a placeholder.
 - Welcome bubbles an app writes before the history are assistant messages before ours, never a reply.
+
+How it shows an agent's work (seen on the live page, streamlit 1.67.0, app in agent mode): Streamlit
+has no notion of it; apps write `st.status(...)` (a tool running: an expander with the spinner icon
+`stExpanderIconSpinner`, then `stExpanderIconCheck` or `stExpanderIconError`) and `st.expander(...)`
+(reasoning, sources) inside the assistant's `st.chat_message`, before the answer. In a chat message a
+status is tool work and a plain expander a thought; neither is the answer. The status's spinner is
+a busy marker, besides the running script.
 """
 
 from .profile import Completion, Profile, Selectors
@@ -23,7 +30,10 @@ PROFILE = Profile(
         # the content, labelled by role; the whole stChatMessage would add its avatar's icon name
         assistant_message="[aria-label='Chat message from assistant']",
         user_message="[aria-label='Chat message from user']",
-        busy="[data-testid=stApp][data-test-script-state=running], [data-testid=stApp][data-test-script-state=rerunning]",
+        busy="[data-testid=stApp][data-test-script-state=running], [data-testid=stApp][data-test-script-state=rerunning], "
+             "[data-testid=stExpanderIconSpinner]",
+        tool="[data-testid=stChatMessage] [data-testid=stExpander]:has([data-testid^=stExpanderIcon])",
+        thought="[data-testid=stChatMessage] [data-testid=stExpander]:not(:has([data-testid^=stExpanderIcon]))",
         new_chat="[data-testid=stSidebar] button:has-text('New chat')",
     ),
     # the last text render can trail the busy marker by a frame or two on a loaded machine

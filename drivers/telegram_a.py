@@ -14,16 +14,22 @@ From telegram-tt's source (tests/support/telegram/a/index.html rebuilds it):
   drafts (`isTypingDraft`) are ordinary messages until the final one replaces them, which the
   typing status and the quiet window cover;
 - START: the footer's `.join-subscribe-button` ("Start"), pressed once when a bot chat is new;
-- a new session is the bot's `/new`, verified by its acknowledgement.
+- a new session is the bot's `/new`, verified by its acknowledgement (drivers/messenger.py has
+  what every messenger profile shares).
+
+An agent's work: Telegram cannot show it apart from the answer. A bot's tool use reaches the chat
+only as messages it sends (a "Searching…" message it edits or deletes, streamed drafts) and as the
+typing status, which is the busy marker; no tool, thought or status selector.
 """
 
-from .profile import Completion, Profile, Selectors
+from .messenger import messenger_profile
+from .profile import Selectors
 
 _INPUT = "#editable-message-text"
 
-PROFILE = Profile(
-    name="telegram_a",
-    url="https://web.telegram.org/a/",  # where `mmb login` logs in; a run names the bot in agent.url
+PROFILE = messenger_profile(
+    "telegram_a",
+    url="https://web.telegram.org/a/",
     selectors=Selectors(
         input=", ".join(f".messages-layout {scope} {_INPUT}" for scope in (
             ".Transition_slide-active", ".Transition > .Transition_slide-to",  # current builds
@@ -35,10 +41,4 @@ PROFILE = Profile(
         strip=".MessageMeta, .message-title, .Reactions, .InlineButtons",
         start="button.join-subscribe-button",
     ),
-    input_method="type",
-    new_session="message",
-    new_session_message="/new",
-    completion=Completion(quiet_ms=4000, quiet_ms_with_markers=3000, first_bubble_timeout_s=180, timeout_s=900),
-    send_timeout_s=30,
-    ready_timeout_s=120,
 )

@@ -23,13 +23,20 @@ How tweb shows a bot chat, from its source (tests/support/telegram/k/index.html 
   verified by the bot's acknowledgement (`new_session_ack`). Set `new_session_message` if the
   bot uses another command (/reset, /clear).
 - tweb drops bubbles far from the viewport; the driver marks bubbles rather than counting them.
+
+What every messenger profile shares (the quiet windows, `/new`, the limits) is drivers/messenger.py.
+
+An agent's work: Telegram cannot show it apart from the answer. A bot's tool use reaches the chat
+only as messages it sends (a "Searching…" message it edits or deletes, streamed drafts) and as the
+typing status, which is the busy marker; no tool, thought or status selector.
 """
 
-from .profile import Completion, Profile, Selectors
+from .messenger import messenger_profile
+from .profile import Selectors
 
-PROFILE = Profile(
-    name="telegram_k",
-    url="https://web.telegram.org/k/",  # where `mmb login` logs in; a run names the bot in agent.url
+PROFILE = messenger_profile(
+    "telegram_k",
+    url="https://web.telegram.org/k/",
     selectors=Selectors(
         input=".chat-input .input-message-input[contenteditable='true']:not(.input-field-input-fake)",
         send=None,
@@ -40,9 +47,4 @@ PROFILE = Profile(
         start=".chat-input-control .chat-input-control-button",
     ),
     input_method="type",  # the editor (Tiptap in new builds) takes keystrokes, not a filled value
-    new_session="message",
-    new_session_message="/new",
-    completion=Completion(quiet_ms=4000, quiet_ms_with_markers=3000, first_bubble_timeout_s=180, timeout_s=900),
-    send_timeout_s=30,
-    ready_timeout_s=120,
 )

@@ -4,9 +4,15 @@ A restart loads it and goes on from the same place; deleting the folder starts o
 grows is kept beside it and appended to, so a save costs the same at turn 10 and turn 10,000: the
 agent transcript in transcript.jsonl, and the evaluations, the run log, the agent's notices, the
 judge's notes, the persona's compactions and each change of the live fact files in state.*.jsonl
-files of their own (persona/state_parts.py). `RunStore.load` and `read_state` put it all together:
-readers get the whole RunState, as they always did, and old state.json files that hold everything
-inline still read.
+files of their own (persona/state_parts.py). In state.json each of those fields holds where its
+part is (a PartRef, not a list): a reader that expects the content fails loudly instead of finding
+an empty list. `RunStore.load` and `read_state` put it all together: readers get the whole RunState
+(`mmb state` prints it), and state.json files of older mmbs still read.
+
+schema_version says the layout: 1, everything inline (or, briefly, the parts named in `parts`);
+2, each part's reference in its field's place. A state newer than this mmb knows, or one that cannot
+be read whole (a part not there, or shorter than state.json counts), is refused before anything is
+changed.
 """
 
 from __future__ import annotations
@@ -21,20 +27,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, ValidationError, field_serializer, field_validator
 
 from drivers.files import atomic_write
 from persona.benchmark.facts import FactChanges, FactFile
 from persona.benchmark.phases import Category
 from persona.crashpoints import crash_point
 from persona.errors import RunError, StorageError, storage_error
+from persona.jsonc import line_of, text_lines
 from persona.state_parts import (
     FACTS,
     FactsPart,
     ListPart,
     PartRef,
+    PartShort,
     append_lines,
+    first_problem,
     is_part_file,
+    is_ref,
     read_facts,
     read_list,
     trim_lines,
@@ -47,7 +57,7 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 LOCK_FILE = ".lock"
 RESERVE_FILE = ".reserve"  # space set aside at the start, given back when the disk fills: the run can still record its end
 RESERVE_BYTES = 2 * 1024 * 1024
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the parts saved apart, each named in its field's place in state.json (README, "What a run leaves on disk")
 
 Status = Literal["new", "running", "finished", "failed", "interrupted", "stalled", "budget"]
 ORACLE_DRIVER = "oracle"  # the dry run's agent that knows every answer: its runs measure the benchmark, not an agent
@@ -301,8 +311,30 @@ TEXT_VERDICT = "verdict taken from the text, not a grade call"
 QUIRK = "response cleaned: "  # something a response had that is never sent back (reasoning fields, ...)
 
 
+# The lists of RunState that only grow, each appended to a state.<name>.jsonl of its own; the live fact
+# files are a part of their own (state.facts.json and the changes after it, state.facts.jsonl).
+APPENDED: dict[str, type] = {"evaluations": Evaluation, "log": str, "agent_notices": AgentNotice,
+                             "judge_notes": str, "persona_compactions": PersonaCompaction}
+SAVED_APART = {*APPENDED, FACTS}
+APART = "apart"  # the context key of a save: its parts' references, written in their fields' place
+
+
+class StateUnreadable(ValueError):
+    """A state.json this mmb cannot read whole: not a run's state, or naming a part that is not there, holds
+    fewer lines than it counts or does not parse. One line, naming the file (and line) and why."""
+
+
+class StateTooNew(StateUnreadable):
+    """A state.json of a newer mmb (its schema_version is above SCHEMA_VERSION): read with this one, it would
+    be half a state, or wrong."""
+
+
 class RunState(BaseModel):
-    schema_version: int = SCHEMA_VERSION
+    """The whole state of a run, its parts put back (what `mmb state` prints). On disk: results/<id>/state.json,
+    in which each part saved apart (evaluations, log, agent_notices, judge_notes, persona_compactions, facts) is
+    its reference, {"file", "lines", "generation"[, "base"]}, and the state.*.jsonl files it names."""
+
+    schema_version: int = SCHEMA_VERSION  # of the layout and the fields: a newer one is refused
     run_id: str
     benchmark: str
     benchmark_title: str = ""
@@ -343,6 +375,9 @@ class RunState(BaseModel):
     agent_notices: list[AgentNotice] = []
     repaired_chars: int = 0  # characters of the agent's replies that could not be stored, as U+FFFD (drivers.base.storable)
     browser_relaunches: int = 0  # times the browser died under the run and was started again (the chat reopened)
+    # What the run saw of the chat page that a profile can only claim (drivers/observed.py): whether it keeps its
+    # messages when reopened, a busy marker that never showed. Each said once.
+    page_findings: list[str] = []
     persona_compactions: list[PersonaCompaction] = []
     usage: Usage = Usage()
     log: list[str] = []  # bench.log lines and notable events, short
@@ -351,8 +386,9 @@ class RunState(BaseModel):
     judge_notes: list[str] = []  # judge answers asked again (and why), verdicts taken from text: by check
     provenance: list[Provenance] = []  # the start's record, then one per resume that differed
     grading_set: str = Field("original", exclude=True)  # which grades a report shows (report/gradings.py); never saved
-    # Where the parts saved apart are (state.*.jsonl beside state.json) and how much of each this state knows.
-    parts: dict[str, PartRef] = {}
+    # Where the parts saved apart are (state.*.jsonl beside state.json) and how much of each this state knows:
+    # saved in their fields' place (_saved_apart), never as a field of its own.
+    parts: dict[str, PartRef] = Field(default_factory=dict, exclude=True)
     _fact_changes: FactChanges | None = PrivateAttr(None)  # while a store saves the live facts by their changes
 
     @field_validator("loaded_files", mode="before")
@@ -361,6 +397,12 @@ class RunState(BaseModel):
         if isinstance(value, list):  # a state saved before loads were timed: loaded before anything was said
             return {name: {"turn": 0, "step": -1} for name in value}
         return value
+
+    @field_serializer(*sorted(SAVED_APART), mode="wrap")
+    def _saved_apart(self, value: Any, handler: Any, info: Any):  # no return type: the schema keeps the field's own
+        """In state.json (a store's save passes its parts' references) a part saved apart is its reference."""
+        ref = (info.context or {}).get(APART, {}).get(info.field_name)
+        return ref.model_dump(exclude_none=True) if ref is not None else handler(value)
 
     @property
     def oracle(self) -> bool:
@@ -396,8 +438,18 @@ class RunState(BaseModel):
         return next((e for e in self.evaluations if e.check_id == check_id), None)
 
 
+class AgentActivity(BaseModel):
+    """Work the agent showed while answering (drivers.base.Activity): a tool call or result, a thought, a
+    status line; `title` and `text` as the page had them. Kept beside the reply, never part of it."""
+
+    kind: Literal["tool", "thought", "status"]
+    title: str = ""
+    text: str = ""
+
+
 class Exchange(BaseModel):
-    """One message to the agent and its reply, as the UI showed them."""
+    """One message to the agent and its reply, as the UI showed them. `reply` is the answer alone (what
+    the persona reads and the judge grades); `activity` the turn's work in the order shown."""
 
     turn: int
     session: int
@@ -408,13 +460,7 @@ class Exchange(BaseModel):
     reply_seconds: float = 0.0
     typed: int = 1  # times the message was typed into the chat (more: resent, see RunState.sends.resent)
     at: datetime = Field(default_factory=now)
-
-
-# The lists of RunState that only grow, each appended to a state.<name>.jsonl of its own; the live fact
-# files are a part of their own (state.facts.json and the changes after it, state.facts.jsonl).
-APPENDED: dict[str, type] = {"evaluations": Evaluation, "log": str, "agent_notices": AgentNotice,
-                             "judge_notes": str, "persona_compactions": PersonaCompaction}
-SAVED_APART = {*APPENDED, FACTS}
+    activity: list[AgentActivity] = []  # a transcript line of an older mmb has none
 
 
 def _dump(kind: type) -> Any:
@@ -427,26 +473,107 @@ def _parse(kind: type) -> Any:
     return json.loads if kind is str else kind.model_validate_json
 
 
-def _assemble(folder: Path, state: RunState) -> RunState:
-    """The parts a state.json names, read into it (a state.json of an older mmb holds them itself)."""
-    for name, ref in state.parts.items():
-        if name == FACTS:
-            state.facts = read_facts(folder, ref)
-        elif name in APPENDED:
-            setattr(state, name, read_list(folder, ref, _parse(APPENDED[name])))
+_REFS = TypeAdapter(dict[str, PartRef])
+
+
+def saved_version(data: Any, path: Path) -> int:
+    """The schema_version of a state.json's content (1 when it has none: the first states had none); StateTooNew
+    when it is newer than this mmb knows."""
+    version = data.get("schema_version", 1) if isinstance(data, dict) else 1
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StateUnreadable(f"{path}: its schema_version {version!r} is not a version")
+    if version > SCHEMA_VERSION:
+        raise StateTooNew(f"{path} is schema_version {version}, newer than this mmb knows ({SCHEMA_VERSION}): "
+                          "read it with a newer mmb")
+    return version
+
+
+def parse_saved(raw: bytes, path: Path) -> RunState:
+    """A state.json as the RunState it begins, its parts named but not read: everything inline (version 1,
+    and the document `mmb state` prints), the parts named in `parts` (version 1 for a while), or each part's
+    reference in its field's place (version 2). StateUnreadable when it is none of them."""
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise StateUnreadable(f"{path} is unreadable: not JSON ({e})") from None
+    saved_version(data, path)
+    if not isinstance(data, dict):
+        raise StateUnreadable(f"{path}: not a run's state (not a JSON object)")
+    in_place = {name: data.pop(name) for name in SAVED_APART if is_ref(data.get(name))}
+    try:  # the references in their fields' place are validated as they stand, so an error's place is in state.json
+        parts = _REFS.validate_python(data.pop("parts", None) or {}) | _REFS.validate_python(in_place)
+        state = RunState.model_validate(data)
+    except ValidationError as e:
+        line = line_of(text_lines(raw.decode("utf-8", "replace")), tuple(e.errors()[0]["loc"]))
+        raise StateUnreadable(f"{path}{f':{line}' if line else ''}: not a run's state ({first_problem(e)})") from None
+    state.parts = parts
+    state.schema_version = SCHEMA_VERSION  # read into this mmb's model, and saved in its layout
     return state
 
 
+def _assemble(folder: Path, state: RunState) -> RunState:
+    """The parts a state.json names, read into it (a state.json of an older mmb may hold them itself).
+    FileNotFoundError when one is not there; StateUnreadable when one is shorter than counted, or unreadable."""
+    for name, ref in state.parts.items():
+        try:
+            if name == FACTS:
+                state.facts = read_facts(folder, ref)
+            elif name in APPENDED:
+                setattr(state, name, read_list(folder, ref, _parse(APPENDED[name])))
+            else:
+                raise StateUnreadable(f"{folder / STATE_FILE} names a part this mmb does not know: {name}")
+        except PartShort as e:
+            raise StateUnreadable(f"{e}: the state cannot be read whole") from None
+        except StateUnreadable:
+            raise
+        except ValueError as e:
+            raise StateUnreadable(str(e)) from None
+    return state
+
+
+def _not_there(folder: Path, error: FileNotFoundError) -> StateUnreadable:
+    return StateUnreadable(f"{folder / STATE_FILE} names {Path(error.filename or '?').name}, which is not there: "
+                           "the state cannot be read whole")
+
+
+def transcript_shortfall(path: Path, counted: int) -> str | None:
+    """Why transcript.jsonl holds fewer complete lines than its state counts (`transcript_len`), or None. Each
+    line is appended before the state that counts it is saved: fewer is a transcript cut or lost, never a kill."""
+    if counted == 0:
+        return None
+    have = path.read_bytes().count(b"\n") if path.exists() else 0
+    return f"{path}: {have} complete line(s), state.json counts {counted}" if have < counted else None
+
+
+def written_by_newer(folder: Path) -> str | None:
+    """Why this mmb must not read the run in `folder` (a newer mmb wrote its state.json), or None. Only the
+    version is looked at: a state that is broken otherwise is for its reader to name."""
+    try:
+        saved_version(json.loads((folder / STATE_FILE).read_bytes()), folder / STATE_FILE)
+    except StateTooNew as e:
+        return str(e)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def state_schema() -> dict:
+    """The JSON Schema of the whole state of a run as one document, its parts put back: what `mmb state`
+    prints (`mmb schema state`, published as schemas/state.schema.json)."""
+    return RunState.model_json_schema(mode="serialization")
+
+
 def read_state(folder: Path) -> RunState:
-    """The whole state of the run in `folder`, read only (reports, `mmb list`, a live viewer), beside a
-    running run or not. ValueError when it does not parse; FileNotFoundError without a state.json."""
+    """The whole state of the run in `folder`, read only (reports, `mmb list`, `mmb state`, a live viewer),
+    beside a running run or not. StateUnreadable (StateTooNew) when it cannot be read whole; FileNotFoundError
+    without a state.json."""
     for attempt in range(3):
-        state = RunState.model_validate_json((folder / STATE_FILE).read_bytes())
+        state = parse_saved((folder / STATE_FILE).read_bytes(), folder / STATE_FILE)
         try:
             return _assemble(folder, state)
-        except FileNotFoundError:  # a save began a new generation of a part between the two reads: read again
+        except FileNotFoundError as e:  # a save began a new generation of a part between the two reads: read again
             if attempt == 2:
-                raise ValueError(f"{folder / STATE_FILE} names a part that is not there") from None
+                raise _not_there(folder, e) from None
     raise AssertionError("unreachable")
 
 
@@ -517,20 +644,26 @@ class RunStore:
     # -- state.json and its parts ----------------------------------------------------------------
 
     def load(self) -> RunState | None:
-        """The saved state (with the lock held): lines written after it, by a save a kill interrupted, are
-        dropped from its parts and the transcript, and part files it no longer names removed."""
+        """The saved state (with the lock held), read whole before anything is changed; then lines written
+        after it, by a save a kill interrupted, are dropped from its parts and the transcript, and part files
+        it no longer names removed. RunError, with nothing changed, for a state newer than this mmb or one
+        that cannot be read whole."""
         if not self.path.exists():
             return None
         try:
-            state = RunState.model_validate_json(self.path.read_bytes())
-            for ref in state.parts.values():
-                trim_lines(self.folder / ref.file, ref.lines)
-            state = _assemble(self.folder, state)
-        except (ValueError, FileNotFoundError) as e:
-            raise RunError(f"{self.path} is unreadable ({str(e).splitlines()[0]}); move it away to start over") from None
-        except OSError as e:  # trimming needs a writable folder
+            state = _assemble(self.folder, parse_saved(self.path.read_bytes(), self.path))
+            if (missing := transcript_shortfall(self.transcript_path, state.transcript_len)) is not None:
+                raise StateUnreadable(f"{missing}: the state cannot be read whole")
+        except StateTooNew as e:
+            raise RunError(str(e)) from None
+        except (StateUnreadable, FileNotFoundError) as e:
+            why = _not_there(self.folder, e) if isinstance(e, FileNotFoundError) else e
+            raise RunError(f"{why}; the run's files are left as they are (move its folder away to start over)") from None
+        except OSError as e:
             raise StorageError("read the run's state in", self.folder, e) from None
         try:
+            for ref in state.parts.values():
+                trim_lines(self.folder / ref.file, ref.lines)
             named = {f for ref in state.parts.values() for f in (ref.file, ref.base) if f}
             for path in self.folder.iterdir():
                 if is_part_file(path.name) and path.name not in named:
@@ -546,7 +679,8 @@ class RunStore:
 
     def save(self, state: RunState) -> None:
         """What is new of the parts appended, then state.json written whole (small: what only grows is
-        apart) and renamed over the old one. StorageError when the disk will not take it."""
+        apart, named in its place) and renamed over the old one. StorageError when the disk will not take it."""
+        state.schema_version = SCHEMA_VERSION
         state.updated_at = now()
         stale: list[str] = []
         writing = self.folder
@@ -554,16 +688,14 @@ class RunStore:
             self.folder.mkdir(parents=True, exist_ok=True)
             for name, part in self._lists.items():
                 writing = self.folder / part_name(state, name)
-                ref, old = part.save(self.folder, state, state.parts.get(name), self.durable)
-                if ref is not None:
-                    state.parts[name] = ref
+                state.parts[name], old = part.save(self.folder, state, state.parts.get(name), self.durable)
                 stale += [old] if old else []
             writing = self.folder / part_name(state, FACTS)
             state.parts[FACTS], state._fact_changes, old_facts = self._facts.save(
                 self.folder, state.facts, state._fact_changes, state.parts.get(FACTS), self.durable)
             stale += old_facts
             writing = self.path
-            atomic_write(self.path, state.model_dump_json(indent=1, exclude=SAVED_APART),
+            atomic_write(self.path, state.model_dump_json(indent=1, context={APART: state.parts}),
                          before_rename=lambda: crash_point("save.written"), durable=self.durable)
         except OSError as e:
             raise StorageError("save the run's state to", writing, e) from e
@@ -592,7 +724,7 @@ class RunStore:
 
     def _trim_transcript(self, keep: int) -> None:
         """Lines written after the last saved state belong to a step that will be redone."""
-        trim_lines(self.transcript_path, keep, fewer_ok=True)
+        trim_lines(self.transcript_path, keep)
 
 
 def part_name(state: RunState, name: str) -> str:

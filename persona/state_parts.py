@@ -5,10 +5,13 @@ live fact files (each fact that changes: told, edited, added) would make state.j
 run and cost more to rewrite at every save. Instead a save appends what is new to their files, so
 it costs the same at the 10th graded check as at the 2,000th, with 20 facts or 20,000.
 
-state.json says how many lines of each file it knows (`parts`): lines past that belong to a save a
-kill interrupted and are dropped on load, as for transcript.jsonl. A list that changed otherwise
-than by growing (and fact files replaced whole) is written whole to a new generation of its file,
-which state.json names; the old generation is removed once state.json no longer does.
+In state.json each of these fields holds a PartRef in place of its content: the file, and how many
+lines of it this state knows. Lines past that (a torn last line among them) belong to a save a kill
+interrupted: readers leave them, a restart drops them, as for transcript.jsonl. A file that is not
+there, or holds fewer complete lines than counted, is a state that cannot be read whole: an error,
+never a shorter list. A list that changed otherwise than by growing (and fact files replaced whole)
+is written whole to a new generation of its file, which state.json names; the old generation is
+removed once state.json no longer does.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError, field_validator
 
 from drivers.files import atomic_write
 from persona.benchmark.facts import Fact, FactChanges, FactFile
@@ -30,12 +33,22 @@ FACTS = "facts"
 
 
 class PartRef(BaseModel):
-    """Where one part of the state is, and how much of it the state.json naming it knows."""
+    """Where one part of the state is, and how much of it the state.json naming it knows: in state.json
+    it stands where the part's content would (`"evaluations": {"file": ..., "lines": 12}`)."""
 
     file: str  # beside state.json, e.g. "state.evaluations.jsonl"
     lines: int = 0  # lines of `file` that belong to this state
     generation: int = 0
     base: str | None = None  # facts: the live copies as they were when this generation began ("state.facts.json")
+
+    @field_validator("file", "base")
+    @classmethod
+    def _beside_state(cls, name: str | None) -> str | None:
+        """A part is a file beside state.json, never a path (a copied state.json must not name files elsewhere:
+        a restart trims the files it names)."""
+        if name is not None and (not is_part_file(name) or "/" in name or "\\" in name):
+            raise ValueError(f"{name!r} is not the name of a part file (state.<part>.jsonl beside state.json)")
+        return name
 
 
 def part_file(name: str, generation: int, suffix: str = ".jsonl") -> str:
@@ -49,58 +62,94 @@ def is_part_file(filename: str) -> bool:
 # -- reading ----------------------------------------------------------------------------------------
 
 
+def is_ref(value: Any) -> bool:
+    """Whether a field's value in state.json is a part's reference, not the content itself (a list, or the
+    fact files by name: those are objects, never a string)."""
+    return isinstance(value, dict) and isinstance(value.get("file"), str)
+
+
+class PartShort(ValueError):
+    """A part holds fewer complete lines than the state counts: the state cannot be read whole."""
+
+
+def first_problem(error: Exception) -> str:
+    """One line for an error reading saved data: a ValidationError's first problem (where, and what; never
+    the value, which may be the agent's text), with how many more there are."""
+    if isinstance(error, KeyError):
+        return f"no {error.args[0]!r}"
+    if not isinstance(error, ValidationError):
+        return str(error).splitlines()[0] if str(error) else type(error).__name__
+    first = error.errors()[0]
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{'.'.join(map(str, first['loc'])) or '(top level)'}: {first['msg']}{more}"
+
+
 def read_lines(path: Path, count: int) -> list[str]:
-    """The first `count` complete lines of `path`; ValueError when it has fewer (the state expects them)."""
-    if count == 0:
-        return []
+    """The first `count` complete lines of `path` (what follows, a torn last line too, is not this state's);
+    PartShort when it has fewer, FileNotFoundError when it is not there."""
     data = path.read_bytes()
     complete = data.count(b"\n")
     if complete < count:
-        raise ValueError(f"{path.name} has {complete} complete line(s), the state counts {count}")
+        raise PartShort(f"{path}: {complete} complete line(s), state.json counts {count}")
+    if count == 0:
+        return []
     return [line.decode("utf-8") for line in data.split(b"\n", count)[:count]]
 
 
-def trim_lines(path: Path, count: int, *, fewer_ok: bool = False) -> None:
+def trim_lines(path: Path, count: int) -> None:
     """Cut `path` after its `count`-th line: lines appended by a save that never completed (cut off in
-    place, which works on a full disk too). Fewer lines than `count` is a ValueError unless `fewer_ok`."""
+    place, which works on a full disk too). PartShort when it has fewer (its reader checked it has not)."""
     if not path.exists():
         return
     data = path.read_bytes()
     end = 0
     for _ in range(count):
         if (nl := data.find(b"\n", end)) < 0:
-            if fewer_ok:
-                break
-            raise ValueError(f"{path.name} has fewer than the {count} lines its state counts")
+            raise PartShort(f"{path}: fewer than the {count} lines state.json counts")
         end = nl + 1
     if len(data) > end:
         os.truncate(path, end)
 
 
 def read_list(folder: Path, ref: PartRef, parse: Callable[[str], Any]) -> list[Any]:
-    return [parse(line) for line in read_lines(folder / ref.file, ref.lines)]
+    """The items of a list part; ValueError naming the file and line of one that does not parse."""
+    items = []
+    for number, line in enumerate(read_lines(folder / ref.file, ref.lines), 1):
+        try:
+            items.append(parse(line))
+        except ValueError as e:
+            raise ValueError(f"{folder / ref.file}:{number}: {first_problem(e)}") from None
+    return items
 
 
 def read_facts(folder: Path, ref: PartRef) -> dict[str, FactFile]:
-    """The live fact files: the generation's base, and each change after it in order."""
-    assert ref.base is not None
-    base = json.loads((folder / ref.base).read_bytes())
-    files = {name: FactFile.model_validate(data) for name, data in base.items()}
+    """The live fact files: the generation's base, and each change after it in order. ValueError naming the
+    file (and line) of what does not parse."""
+    if ref.base is None:
+        raise ValueError(f"the reference to {ref.file} names no base (state.facts.json)")
+    try:
+        files = {name: FactFile.model_validate(data) for name, data in json.loads((folder / ref.base).read_bytes()).items()}
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"{folder / ref.base}: {first_problem(e)}") from None
     where: dict[tuple[str, str], tuple[list[Fact], int]] = {}  # (file, fact id) -> its section's list, index
     for name, ff in files.items():
         for section in ff.sections:
             for i, fact in enumerate(section.facts):
                 where[(name, fact.id)] = (section.facts, i)
-    for line in read_lines(folder / ref.file, ref.lines):
-        change = json.loads(line)
-        name, fact = change["file"], Fact.model_validate(change["fact"])
-        if (name, fact.id) in where:
-            facts, i = where[(name, fact.id)]
-            facts[i] = fact
-            continue
-        section = files[name].section(int(fact.id.split(".")[0]))  # an added fact: its id names its section
-        if section is None:
-            raise ValueError(f"{ref.file}: fact {name} {fact.id} has no section to go in")
+    for number, line in enumerate(read_lines(folder / ref.file, ref.lines), 1):
+        try:
+            change = json.loads(line)
+            name, fact = change["file"], Fact.model_validate(change["fact"])
+            if (name, fact.id) in where:
+                facts, i = where[(name, fact.id)]
+                facts[i] = fact
+                continue
+            # an added fact: its id names its section
+            section = files[name].section(int(fact.id.split(".")[0])) if name in files else None
+            if section is None:
+                raise ValueError(f"fact {name} {fact.id} has no section to go in")
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{folder / ref.file}:{number}: {first_problem(e)}") from None
         section.facts.append(fact)
         where[(name, fact.id)] = (section.facts, len(section.facts) - 1)
     return files
@@ -179,12 +228,10 @@ class ListPart:
         self._count = len(self._list)
         setattr(holder, self.name, self._list)
 
-    def save(self, folder: Path, holder: Any, ref: PartRef | None, durable: bool) -> tuple[PartRef | None, str | None]:
-        """Write what is new of the list `holder` (a state) has; the part's reference for state.json (None:
-        nothing to keep yet, no file), and a file that is no longer needed."""
+    def save(self, folder: Path, holder: Any, ref: PartRef | None, durable: bool) -> tuple[PartRef, str | None]:
+        """Write what is new of the list `holder` (a state) has (an empty list too: a file, so that state.json
+        always names each part); the part's reference for state.json, and a file that is no longer needed."""
         items = getattr(holder, self.name)
-        if ref is None and not items:
-            return None, None
         if ref is not None and items is self._list and not items.changed and len(items) >= self._count:
             added = append_lines(folder / ref.file, (self.dump(x) for x in items[self._count:]), durable)
             self._count = len(items)

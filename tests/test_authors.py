@@ -34,6 +34,18 @@ def test_replies_of_several_bubbles_are_read_by_their_author(harness, lab, tmp_p
     assert lab.received == ["first", "second"]
 
 
+@pytest.mark.parametrize("parts_in_roots", [False, True], ids=["light", "parts-in-roots"])
+def test_a_reply_keeps_the_authors_names_and_the_time_it_says(harness, lab, tmp_path, parts_in_roots):
+    """The name and the time are left out where they stand, not wherever their words come last in the text:
+    a reply that says "Memo", "User" and "12:00" keeps them. With parts_in_roots every word of a bubble is
+    in nested shadow roots, as in Panel (no word in any bubble's innerText)."""
+    lab.scenario = LabScenario(authors="name", parts_in_roots=parts_in_roots, bubbles=2, chunk_ms=5, welcome="Hi, I am Memo")
+    said = "Memo, User here: meet me at 12:00"
+    [reply] = harness.chat(lab.profile(), tmp_path, [said])
+    assert reply.bubbles == [f"part {i} of 2: {said}" for i in (1, 2)]
+    assert lab.received == [said]
+
+
 @pytest.mark.parametrize("named", [{"agent": AGENT_NAME}, {"user": "user"}, {"agent": "m.m.", "user": "USER"}],
                          ids=["agent", "user", "both"])
 def test_either_side_or_both_may_be_named(harness, lab, tmp_path, named):
@@ -52,9 +64,11 @@ def test_a_name_matched_in_part_is_not_the_author(harness, lab, tmp_path):
         harness.chat(profile, tmp_path, ["hello"])
 
 
-@pytest.mark.parametrize("authors", ["name-once", "avatar"])
-def test_a_run_by_authors_types_each_message_once_and_its_new_chat_resets(tmp_path, write_bench, authors):
-    with ChatLab(LabScenario(authors=authors, chunk_ms=5)) as lab:
+@pytest.mark.parametrize(("authors", "parts_in_roots"), [("name-once", False), ("avatar", False), ("name", True)],
+                         ids=["name-once", "avatar", "parts-in-roots"])
+def test_a_run_by_authors_types_each_message_once_and_its_new_chat_resets(tmp_path, write_bench, authors,
+                                                                           parts_in_roots):
+    with ChatLab(LabScenario(authors=authors, parts_in_roots=parts_in_roots, chunk_ms=5)) as lab:
         outcome, state = play(tmp_path, browser=NO_TRACE, benchmark=write_bench(TINY), agent=agent_of(lab.profile()))
         assert outcome.status == "finished", outcome.error
         transcript = RunStore(tmp_path / "results" / "r").transcript()

@@ -12,7 +12,7 @@ from persona.report.autopsy import MemoryLine, holding, memory_autopsy
 from persona.report.html import write_run_report
 from persona.report.markdown import render_entry
 from persona.report.snapshots import JudgedMemory, MemoryIndex, MemoryStore
-from persona.state import Evaluation
+from persona.state import AgentActivity, Evaluation, ItemMark
 from persona.tokens import TokenCounter
 from tests.support.runs import EVIL, demo_run, write_run
 
@@ -63,7 +63,8 @@ def test_every_class_from_the_snapshot_before_the_question(tmp_path):
     assert got["d2"].history == ["running 1.2: told at turn 2 'My 10 km personal best is 54:10', "
                                  "edited at turn 5 'My 10 km personal best is now 52:30'"]
     assert got["d1"].asked_turn == 7 and got["d1"].snapshot.reason == "session"
-    assert autopsy.counts() == {"retrieved": 1, "stored": 1, "stored, not retrieved": 1, "stale": 1, "never stored": 1}
+    assert autopsy.counts() == {"retrieved": 1, "stored": 1, "retrieved, not used": 0, "stored, not retrieved": 1, "stale": 1,
+                                "never stored": 1}
 
 
 def test_the_recorded_history_decides_what_was_current_when_asked(tmp_path):
@@ -94,8 +95,8 @@ def test_report_md_has_the_autopsy_with_counts_per_class_and_category_and_each_m
     state, exchanges, bench, folder = run_with_memory(tmp_path)
     entry = render_entry(bench, state, autopsy=memory_autopsy(folder, state, exchanges, bench))
     assert "### Memory autopsy" in entry
-    assert "| category | retrieved | stored | stored, not retrieved | stale | never stored |" in entry
-    assert "| updated | 0 | 0 | 0 | 1 | 0 |" in entry and "| **all** | **1** | **1** | **1** | **1** | **1** |" in entry
+    assert "| category | retrieved | stored | retrieved, not used | stored, not retrieved | stale | never stored |" in entry
+    assert "| updated | 0 | 0 | 0 | 0 | 1 | 0 |" in entry and "| **all** | **1** | **1** | **0** | **1** | **1** | **1** |" in entry
     assert "- **d2** [updated] 0/10 — **stale**: the memory at new session 1 held an older value" in entry
     assert "- **d5** [preference] 0/10 — **never stored**:" in entry
     section = entry.split("### Memory autopsy")[1].split("\n### ")[0]
@@ -139,3 +140,65 @@ def test_the_judge_is_asked_only_where_the_matcher_found_nothing_and_once_per_sn
     assert asyncio.run(judge_paraphrases(folder, state, bench, judge, "judge-model")) == 0  # kept from the first time
     d5 = next(c for c in memory_autopsy(folder, state, exchanges, bench).checks if c.evaluation.check_id == "d5")
     assert (d5.klass, d5.by_judge, d5.found[0].text) == ("stored, not retrieved", "judge-model", "- i skip runs when it pours")
+
+
+def tool_card(text: str, title: str = "🔧 Used tool memory_search", kind: str = "tool") -> AgentActivity:
+    return AgentActivity(kind=kind, title=title, text=text)  # type: ignore[arg-type]
+
+
+def test_a_miss_whose_tool_card_held_the_answer_is_retrieved_not_used(tmp_path):
+    """Between the question and the grade the chat showed a memory search whose result held the fact, and
+    the answer missed it: that is the class, before the snapshot's. A thought is the agent's own words, a
+    card outside the question's turns is another question's: neither decides."""
+    state, exchanges, bench, folder = run_with_memory(tmp_path)
+    by_turn = {ex.turn: ex for ex in exchanges}
+    by_turn[9].activity = [tool_card("Found 2 notes:\n- 10 km personal best: 52:30 (new record)\n- likes rain")]
+    by_turn[7].activity = [tool_card("Ebba and Noah are her kids", kind="thought")]
+    by_turn[5].activity = [tool_card("- Jonas is a carpenter")]  # before d1 was asked
+    got = {c.evaluation.check_id: c for c in memory_autopsy(folder, state, exchanges, bench).checks}
+    d2 = got["d2"]  # 54:10 answered; the memory held only 54:10 (stale), the tool card showed 52:30
+    assert d2.klass == "retrieved, not used" and d2.snapshot is None
+    assert d2.found == [MemoryLine("memory_search", 2, "- 10 km personal best: 52:30 (new record)", 9)]
+    assert d2.why == ("a tool card the chat showed held it (turn 9, memory_search, line 2: '- 10 km personal best: "
+                      f"52:30 (new record)'), but the agent answered '{EVIL} It is 54:10.'")
+    assert got["d1"].klass == "stored" and got["d6"].klass == "stored, not retrieved"  # as the snapshot says
+    assert memory_autopsy(folder, state, exchanges, bench).counts()["retrieved, not used"] == 1
+
+
+def test_only_the_items_the_answer_missed_count_and_a_right_answer_is_retrieved(tmp_path):
+    state, exchanges, bench, folder = run_with_memory(tmp_path)
+    d7 = next(e for e in state.evaluations if e.check_id == "d7")
+    d7.items = [ItemMark(item="Ebba", correct=True), ItemMark(item="Noah", correct=False)]
+    d7.score = d7.raw_score = 5
+    exchanges[-1].activity = [tool_card("Klara's kids: Ebba\nBoth of my sister's kids: Ebba and Noah")]
+    got = {c.evaluation.check_id: c for c in memory_autopsy(folder, state, exchanges, bench).checks}
+    assert got["d7"].klass == "retrieved, not used" and "(Noah of Ebba; Noah)" in got["d7"].why
+    d7.items[1].correct, d7.score = True, 10  # the answer used all of it
+    got = {c.evaluation.check_id: c for c in memory_autopsy(folder, state, exchanges, bench).checks}
+    assert got["d7"].klass == "retrieved" and got["d7"].why.startswith("a tool card the chat showed held it (turn 10,")
+    exchanges[-1].activity = [tool_card("Klara's kids: Ebba")]
+    d7.items[1].correct, d7.score = False, 5  # the card held only the item the answer gave: the snapshot decides
+    got = {c.evaluation.check_id: c for c in memory_autopsy(folder, state, exchanges, bench).checks}
+    assert got["d7"].klass == "stored" and got["d7"].snapshot is not None
+
+
+def test_without_snapshots_the_tool_cards_alone_make_an_autopsy(tmp_path):
+    state, exchanges, bench = demo_run()
+    folder = write_run(tmp_path, state, exchanges)
+    assert memory_autopsy(folder, state, exchanges, bench) is None  # no memory read, no tool card
+    exchanges[8].activity = [tool_card(f"- 10 km personal best: 52:30 {EVIL}")]
+    autopsy = memory_autopsy(folder, state, exchanges, bench)
+    assert autopsy.index is None and [(c.evaluation.check_id, c.klass) for c in autopsy.checks] == [("d2", "retrieved, not used")]
+    assert [(e.check_id, why) for e, why in autopsy.unclassified] == [
+        ("d1", "no memory snapshot (agent.memory not set), and no tool card of its turns held the answer"),
+        ("d9", "absent: it asks about something never told")]
+    entry = render_entry(bench, state, autopsy=autopsy)
+    section = entry.split("### Memory autopsy")[1].split("\n### ")[0]
+    assert "- **Memory read:** none (no `agent.memory`): classified from the tool cards the chat showed alone" in section
+    assert "| **all** | **0** | **0** | **1** | **0** | **0** | **0** |" in section
+    assert "- **d2** [updated] 0/10 — **retrieved, not used**: a tool card the chat showed held it" in section
+    assert EVIL not in section and "&lt;script&gt;" in section
+    page = write_run_report(folder, state, exchanges, bench, TokenCounter()).read_text()
+    memory = page[page.index('id="memory-autopsy"'):page.index("<h2>Persona cost")]
+    assert '<td class="s0"><b>retrieved, not used</b></td>' in memory and "Growth per session" not in memory
+    assert "none (no <code>agent.memory</code>)" in memory and EVIL not in page

@@ -215,6 +215,28 @@ def test_no_send_types_nothing_and_says_what_it_cannot_tell(tmp_path):
     assert "NOT FOUND: --no-send: no bubble on the page says whose it is" in done.stderr
 
 
+def test_with_a_saved_login_the_new_chat_is_never_a_logout(tmp_path, write_config):
+    """Forgetting the chat origin's storage would forget the login it holds (a messenger's session in
+    IndexedDB): discovery says so and names the bot's way instead of logging out and failing later."""
+    v = Variant(seed=103, new_chat="storage", busy="none")  # only forgetting the storage empties this chat
+    with ChatLab(LabScenario(variant=v, chunk_ms=5)) as lab:
+        url = lab.url + "/"
+        auth = tmp_path / "auth"
+        auth.mkdir()
+        (auth / "lab.json").write_text(json.dumps({"cookies": [], "origins": [
+            {"origin": lab.url, "localStorage": [{"name": "session", "value": "logged-in"}]}]}))
+        config = write_config([{"id": "lab", "benchmark": str(tmp_path), "agent": {"driver": "generic", "url": url,
+                                "selectors": {"input": "textarea", "assistant_message": ".x"}}}],
+                              browser={"auth_dir": str(auth)})
+        done, agent = discover(url, tmp_path, "--auth", "lab", "-c", str(config))
+        probes = list(lab.received)
+    assert done.returncode == 1, done.stderr
+    assert "forgetting the browser's storage would end the login (--auth)" in done.stderr
+    assert 'set options.new_session to "message"' in done.stderr
+    assert agent["selectors"]["input"] and "new_session" not in agent.get("options", {}), agent
+    assert len(probes) == 1  # the one discovery message; no verification of a profile that cannot start a new chat
+
+
 def test_a_page_with_no_chat_fails_naming_what_it_tried(tmp_path):
     site = tmp_path / "site"
     site.mkdir()

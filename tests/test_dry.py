@@ -12,8 +12,10 @@ from typer.testing import CliRunner
 from persona.benchmark.skeleton import create_skeleton
 from persona.cli.app import app
 from persona.config import CompactionConfig
+from persona.engine.answerable import answerability
 from persona.engine.dry import dry_run, summary, targets_from_paths
 from persona.report.cost import money
+from persona.state import RunStore
 from tests.conftest import DEMO_BENCH
 
 SMALL = CompactionConfig(max_tokens=4000, trim_to_tokens=1500)
@@ -152,3 +154,66 @@ def test_a_dry_run_is_an_oracle_run_of_the_folder_and_prices_the_real_one(tmp_pa
     assert "## Oracle runs (dry runs, not ranked)" in board and "[dry-sk](dry-sk/report.html)" in board
     assert "| # |" not in board, "no agents' table without an agent's run"
     assert 'href="dry-sk/report.html"' in (results / "index.html").read_text()
+
+
+def _with_days_ago_check(folder: Path) -> None:
+    chapter = folder / "chapter2.md"
+    chapter.write_text(chapter.read_text().replace(
+        "❓ s4 [temporal]", "❓ s9 [temporal] How many days ago did I change jobs? Correct answer: 1 day 🔗 profile 1.2\n"
+        "❓ s4 [temporal]"))
+
+
+def test_what_was_typed_is_what_can_be_asked(tmp_path):
+    """Each check's facts, as they stood, and for a date or span their days, were typed before its question."""
+    create_skeleton("sk", tmp_path)
+    _with_days_ago_check(tmp_path / "sk")
+    result, text = dry(tmp_path / "sk", tmp_path / "results")
+    assert result.ok, text
+    assert "told       9 of 9 answerable from what was typed" in text
+    sent = [(e.session, e.sent) for e in RunStore(result.folder).transcript()]
+    assert (0, "Hi! It's Saturday, 6 June 2026, 9:30 am here.") in sent
+    assert (1, "Hi! It's Sunday, 7 June 2026, 10:00 am here.") in sent, "the new chat hears the day again"
+    store = RunStore(result.folder)
+    typed = store.transcript()[: result.state.transcript_len]
+
+    def verdict(exchanges):
+        return {v.check_id: v for v in answerability(result.target.bench, result.state, exchanges).verdicts}
+
+    # A persona that never said the day of its news, or said the old job instead of the new one:
+    no_day = [e for e in typed if "6 June 2026" not in e.sent]
+    assert verdict(no_day)["s9"].reasons == [
+        "profile 1.2 was told on 6 June 2026, a date never typed in that chat before it"]
+    assert verdict(no_day)["s4"].answerable, "the birthday's own words give its date"
+    not_today = [e for e in typed if "7 June 2026" not in e.sent]
+    assert verdict(not_today)["s9"].reasons == ["the day it was asked (7 June 2026) was never typed in its chat"]
+    old_job = [e.model_copy(update={"sent": "I work at a care home."}) if "Leeds General" in e.sent else e for e in typed]
+    assert "profile 1.2 ('I now work as a nurse at Leeds General Infirmary') was never typed before the question" in \
+        verdict(old_job)["s2"].reasons
+
+
+def test_a_check_whose_day_was_never_told_is_not_ready(tmp_path):
+    create_skeleton("sk", tmp_path)
+    _with_days_ago_check(tmp_path / "sk")
+    chapter1 = tmp_path / "sk" / "chapter1.md"
+    chapter1.write_text(chapter1.read_text().replace("📅 2026-06-06 09:30\n", ""))
+    result, text = dry(tmp_path / "sk", tmp_path / "results")
+    assert not result.ok and all(e.score == 10 for e in result.state.evaluations), "the oracle knows it anyway"
+    assert ("untold     s9 [temporal]: profile 1.2 was told in phase 3, which has no date (📅): the answer is a date "
+            "or a span, and the agent cannot tell when it happened") in text
+    assert "told       8 of 9 answerable from what was typed" in text
+    assert "NOT READY: 1 check(s) cannot be answered from what was typed before them: s9" in text
+
+
+def test_a_phase_cut_inside_many_times_goes_on_after_what_its_note_kept(tmp_path):
+    """Each phase tells 300 facts and asks about the phase before, far over trim_to_tokens: compactions cut
+    inside it, and the scripted persona goes on after the messages a note kept (their work listed as
+    done), never from the start of the phase again: every check graded once, every fact told."""
+    from bench.big_benchmark import write_benchmark
+
+    write_benchmark(tmp_path / "big", facts=900, checks=60, per_file=300)
+    result, text = dry(tmp_path / "big", tmp_path / "results", CompactionConfig(max_tokens=12000, trim_to_tokens=4000))
+    state = result.state
+    assert result.ok, text
+    assert sum(c.in_phase for c in state.persona_compactions) >= 10
+    graded = [e.check_id for e in state.evaluations]
+    assert len(graded) == len(set(graded)) >= 40 and "(coverage 100 %)" in text and "facts      900 of 901 told" in text

@@ -134,3 +134,17 @@ def test_a_busy_marker_renamed_by_a_build_is_said_after_the_first_replies(harnes
         replies = harness.chat(profile, tmp_path, messages, observed=observed)
     assert [r.bubbles for r in replies] == [[f"echo: {m}"] for m in messages]
     assert len(events) == 1 and "'.stopButton-149' (selectors.busy) showed on none of the first 3 replies" in events[0]
+
+
+def test_what_a_run_saw_of_the_page_is_in_its_report(tmp_path, write_bench):
+    """A run whose profile names a busy marker the page no longer has: said in the run log and in the
+    report's own line, once."""
+    with ChatLab(LabScenario(stop_class_counter=True, chunk_ms=5)) as lab:
+        profile = lab.profile(selectors={"busy": ".stopButton-149"}, completion={"quiet_ms": 300})
+        outcome, state = play(tmp_path, browser=NO_TRACE, benchmark=write_bench(TINY), agent=agent_of(profile))
+    assert outcome.status == "finished", outcome.error
+    [finding] = state.page_findings
+    assert "'.stopButton-149' (selectors.busy) showed on none of the first 3 replies" in finding
+    assert sum(finding in line for line in state.log) == 1
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert "- **The chat page, as the run saw it:**\n  - ` the busy marker '.stopButton-149'" in report

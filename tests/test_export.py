@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import pytest
 
 from persona.report.compare import Side, compare, render
@@ -45,6 +49,30 @@ def test_every_format_reads_back_exactly(rows, fmt, tmp_path):
         assert "'=HYPERLINK" in text and "\n1,r1," in text
     else:
         assert guarded == 0 and "=HYPERLINK" in text
+
+
+def test_the_agent_s_work_is_counted_per_check_never_its_reply_and_older_files_still_read(tmp_path):
+    from persona.state import AgentActivity
+
+    state, exchanges, _ = demo_run()
+    exchanges[6].activity = [AgentActivity(kind="tool", title="Using memory_search", text="Jonas: carpenter"),
+                             AgentActivity(kind="status", title="Searching…")]
+    exchanges[7].activity = [AgentActivity(kind="thought", title="Thinking", text="carpenter")]
+    by_id = {r.check_id: r for r in rows_of_run(state, exchanges, TokenCounter())}
+    d1 = by_id["d1"]  # turns 7 and 8
+    assert (d1.tool_cards, d1.thoughts, d1.status_lines) == (1, 1, 1)
+    assert d1.agent_reply == "I don't think you told me that.\n\nHe is a carpenter." and "Jonas" not in d1.agent_reply
+    assert (by_id["d2"].tool_cards, by_id["d2"].thoughts, by_id["d2"].status_lines) == (0, 0, 0)
+    counts = {"tool_cards", "thoughts", "status_lines"}
+    old = {k: v for k, v in d1.model_dump(mode="json").items() if k not in counts}  # a row from before the counts
+    (tmp_path / "old.jsonl").write_text(json.dumps(old) + "\n")
+    out = io.StringIO()
+    writer = csv.DictWriter(out, list(old), lineterminator="\n")
+    writer.writeheader()
+    writer.writerow(old)
+    (tmp_path / "old.csv").write_text(out.getvalue())
+    for name in ("old.jsonl", "old.csv"):
+        assert read_rows(tmp_path / name) == [d1.model_copy(update=dict.fromkeys(counts, 0))]
 
 
 def test_a_file_that_is_not_an_export_is_named_with_its_line(tmp_path):

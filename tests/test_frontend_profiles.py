@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from drivers.registry import build_profile
+from drivers.registry import PROFILE_MODULES, build_profile
 from tests.support.chat_model import ACK, PREFIX, SEARCHED_UNKNOWN, UNKNOWN, answer
-from tests.support.frontend_specs import FRONTENDS
+from tests.support.frontend_specs import DISCOVERED_ONLY, FRONTENDS
 
-FRONTEND_PROFILES = ["gradio", "chainlit", "streamlit", "openwebui"]
+FRONTEND_PROFILES = ["gradio", "chainlit", "streamlit", "openwebui", "panel"]
 
 
 @pytest.mark.parametrize("name", FRONTEND_PROFILES)
@@ -16,13 +16,16 @@ def test_each_frontend_profile_is_complete_and_overridable(name: str) -> None:
     profile = build_profile(name, {"new_chat": "#mine"}, {"completion": {"timeout_s": 42}})
     s = profile.selectors
     assert profile.name == name and profile.url.startswith("http://127.0.0.1:")
-    assert s.input and s.send and s.assistant_message and s.user_message and s.busy
+    assert s.input and s.send and s.busy
+    # each side found: by a selector of its own, or by the author's name (Panel)
+    assert (s.assistant_message and s.user_message) or (s.message and s.author and profile.authors)
     assert s.new_chat == "#mine" and profile.completion.timeout_s == 42
     assert profile.completion.quiet_ms_with_markers == build_profile(name, {}, {}).completion.quiet_ms_with_markers
 
 
 def test_every_profile_has_a_real_frontend_test() -> None:
     assert sorted(f.name for f in FRONTENDS) == sorted(FRONTEND_PROFILES)
+    assert not {f.name for f in DISCOVERED_ONLY} & set(PROFILE_MODULES), "a UI with a profile is tested with it"
 
 
 def test_an_unknown_override_is_refused() -> None:

@@ -100,3 +100,28 @@ def test_a_card_quotes_every_bubble_the_grader_read_and_the_personas_own_grade(t
     d2 = text[text.index('id="failed-d2"'):]
     assert "The persona's own grade: 10/10 — looks right" in d2[:d2.index("<h")]
     assert "<td>Graded by</td><td>the offline rule judge; the persona&#39;s own scores against it: exact 67 %" in text
+
+
+def test_each_turn_s_work_is_shown_collapsed_beside_the_answer_escaped_and_cut(tmp_path):
+    from persona.report.activity import SHOWN_CHARS
+    from persona.state import AgentActivity
+
+    state, exchanges, bench = demo_run()
+    exchanges[8].activity = [
+        AgentActivity(kind="status", title="Searching memory…"),
+        AgentActivity(kind="tool", title=f"View Result from memory_search {EVIL}", text=f"- best 52:30 {EVIL}"),
+        AgentActivity(kind="tool", title="Executing web_fetch...", text="x" * (SHOWN_CHARS + 123)),
+        AgentActivity(kind="thought", title="Thought for 2 seconds", text="The note says 52:30.")]
+    folder = tmp_path / state.run_id
+    folder.mkdir()
+    text = write_run_report(folder, state, exchanges, bench, TokenCounter()).read_text()
+    row = text[text.index('id="row-9"'):text.index('id="row-10"')]
+    work = row[row.index("<details class=work>"):row.index("</details>")]
+    assert row.index("<details class=work>") < row.index('<div class="reply">')  # before the answer, as the chat shows it
+    assert "<summary>the agent's work, not its answer: memory_search, web_fetch · 1 thought · 1 status line</summary>" in work
+    assert '<div class="act act-tool"><div class=at>tool <code>memory_search</code> — View Result from memory_search ' \
+           "&lt;script&gt;" in work
+    assert "x" * SHOWN_CHARS + "<span class=muted>\n… 123 more character(s): transcript.jsonl has them all" in work
+    assert EVIL not in text and text.count("<details class=work>") == 1
+    assert "<tr><td>Agent activity</td><td>1 of 10 turn(s) showed work; tool use in 1 turn(s), 2 tool card(s): " \
+           "memory_search ×1, web_fetch ×1; 1 thought(s); 1 status line(s)" in text

@@ -16,8 +16,9 @@ from persona.benchmark.links import link_checks
 from persona.benchmark.loader import load_benchmark
 from persona.cli.app import app
 from persona.config import CompactionConfig
-from persona.engine.dry import dry_run, targets_from_paths
+from persona.engine.dry import dry_run, summary, targets_from_paths
 from persona.report.export import rows_of_results
+from persona.state import RunStore
 from persona.tokens import TokenCounter
 
 
@@ -213,6 +214,37 @@ def test_an_imported_conversation_dry_runs_ready_and_reports_source_categories(t
     assert "By source category" in html and "open-domain" in html
     rows = rows_of_results(tmp_path / "results", None, TokenCounter())
     assert {r.check_id: r.source_category for r in rows}["q001"] == "temporal"
+
+
+def test_every_session_is_dated_its_date_told_and_the_temporal_questions_answerable(tmp_path):
+    """The agent's clock is not the story's: each session's date is a 📅 line the persona types as the day's chat
+    starts, and again in the new chat of the questions; without them, "when did I ..." cannot be answered."""
+    data = locomo10([("conv-26", "Caroline", "Melanie")])
+    mmb("import", "locomo", str(write(tmp_path / "locomo10.json", data)), "-o", str(tmp_path / "b"))
+    bench = load_benchmark(tmp_path / "b")
+    assert [p.date.iso() if p.date else None for p in bench.phases] == [
+        "2023-05-08 13:56", "2023-06-27 10:37", "2023-07-06 20:18", None]
+    assert [d.tell for d in bench.phase_dates()] == [True, True, True, True]  # the questions: a new chat
+    assert "It is" not in (tmp_path / "b" / "conversation.md").read_text(encoding="utf-8"), "one source: the 📅 line"
+    assert "yesterday" in bench.instructions and "tell it as you start the day's chat" in bench.instructions
+    target, = targets_from_paths([tmp_path / "b"])
+    compaction = CompactionConfig(max_tokens=8000, trim_to_tokens=3000)
+    result = asyncio.run(dry_run(target, tmp_path / "results", compaction))
+    assert result.ok, result.failures
+    said = result.answerable
+    assert said is not None and said.summary() == "7 of 7 answerable from what was typed; 2 link no fact (🔗 none): not judged"
+    sent = [e.sent for e in RunStore(result.folder).transcript()]
+    assert sent.index("Hi! It's Monday, 8 May 2023, 1:56 pm here.") < next(i for i, t in enumerate(sent) if "D1:3" in t)
+    assert sent.count("Hi! It's Thursday, 6 July 2023, 8:18 pm here.") == 2  # its session, then the questions' chat
+    # The same conversation as imported before the dates were told: "when" cannot be answered.
+    chapter = tmp_path / "b" / "conversation.md"
+    chapter.write_text(re.sub(r"(?m)^📅 .*\n", "", chapter.read_text(encoding="utf-8")), encoding="utf-8")
+    target, = targets_from_paths([tmp_path / "b"])
+    result = asyncio.run(dry_run(target, tmp_path / "results", compaction))
+    assert not result.ok and all(e.score == 10 for e in result.state.evaluations)
+    assert [v.check_id for v in result.answerable.unanswerable] == ["q001", "q002"]
+    assert "no date (📅)" in result.answerable.unanswerable[0].reasons[0]
+    assert "NOT READY" in summary(result, compaction) and "untold     q001 [temporal]: session01 1.1" in summary(result, compaction)
 
 
 def test_bad_input_names_the_file_the_line_and_the_field(tmp_path):

@@ -15,6 +15,7 @@ from persona.benchmark.loader import load_benchmark
 from persona.cli.app import app
 from persona.config import CompactionConfig
 from persona.engine.dry import dry_run, targets_from_paths
+from persona.state import RunStore
 
 
 def instance(qid: str, qtype: str, question: str, answer, date: str, sessions: list[tuple[str, str, list[dict]]]) -> dict:
@@ -73,13 +74,42 @@ def test_a_bundle_asks_each_question_on_its_date_after_its_sessions(tmp_path):
     assert [facts[(m.file, m.fact_id)] for m in checks["6aeb4375"].links] == [
         "I've tried 3 Korean restaurants so far. [answer_2#0]", "I just tried my 4th Korean restaurant! [answer_3#0]"]
     assert len(checks["gpt4_t1"].links) == 2  # no turn marked: the whole session told
-    assert "It is Thursday, 1 June 2023, 8:00 am." in bench.phases[3].body
+    assert bench.phases[3].date.iso() == "2023-06-01 08:00" and "It is" not in bench.phases[3].body
+    assert [p.date.iso() for p in bench.phases if p.checks] == ["2023-05-30 23:00", "2023-06-20 12:00",
+                                                                "2023-10-10 10:00"]  # asked on their own dates
+    assert all(d.tell for d in bench.phase_dates()), "every session and every question day is told"
     for said in ["single-session-assistant questions left out", "no user turn marked has_answer",
                  "answers given as numbers", "answers with ';' written with ','"]:
         assert said in done.output and said in (tmp_path / "b" / "SOURCE.md").read_text(encoding="utf-8"), said
     target, = targets_from_paths([tmp_path / "b"])
     result = asyncio.run(dry_run(target, tmp_path / "results", CompactionConfig(max_tokens=8000, trim_to_tokens=3000)))
     assert result.ok, result.failures
+    assert result.answerable.summary() == "4 of 4 answerable from what was typed"
+    sent = [e.sent for e in RunStore(result.folder).transcript()]
+    # "How many days ago" needs the day of the booking and the day of the question, both typed before it
+    asked = sent.index("How many days ago did I book the Lisbon hotel?")
+    assert "Hi! It's Thursday, 1 June 2023, 8:00 am here." in sent[:asked]
+    assert sent[asked - 1] == "Hi! It's Tuesday, 20 June 2023, 12:00 pm here."
+
+
+def test_the_s_variant_with_its_distractor_sessions_is_answerable_too(tmp_path):
+    """longmemeval_s: a haystack of distractor sessions around the evidence, each dated; only the evidence is told."""
+    haystack = [(f"sharegpt_{i}", f"2023/05/{10 + i:02d} (Wed) 1{i}:00", [user(f"Tell me a joke number {i}.", False)])
+                for i in range(4)]
+    items = []
+    for item in DATA[:4]:
+        s = dict(item)
+        s["haystack_session_ids"] = [h[0] for h in haystack] + item["haystack_session_ids"]
+        s["haystack_dates"] = [h[1] for h in haystack] + item["haystack_dates"]
+        s["haystack_sessions"] = [h[2] for h in haystack] + item["haystack_sessions"]
+        items.append(s)
+    done = mmb("import", "longmemeval", str(write(tmp_path / "longmemeval_s.json", items)), "-o", str(tmp_path / "b"))
+    assert done.exit_code == 0, done.output
+    assert "16 distractor sessions left out" in done.output
+    target, = targets_from_paths([tmp_path / "b"])
+    result = asyncio.run(dry_run(target, tmp_path / "results", CompactionConfig(max_tokens=8000, trim_to_tokens=3000)))
+    assert result.ok, result.failures
+    assert result.answerable.summary() == "4 of 4 answerable from what was typed"
 
 
 def test_bundles_split_questions_and_bad_input_names_its_line(tmp_path):

@@ -13,10 +13,19 @@ import pytest
 from persona.benchmark.loader import load_benchmark
 from persona.benchmark.phases import ANSWER_MARKERS, Category, Check
 from persona.config import JudgeConfig, PersonaConfig
-from persona.engine.judge import GRADE_TOOL, ModelJudge, RuleJudge, VerdictError, answer_turns, parse_verdict, rubric
+from persona.engine.judge import (
+    GRADE_TOOL,
+    ModelJudge,
+    RuleJudge,
+    VerdictError,
+    answer_turns,
+    judge_request,
+    parse_verdict,
+    rubric,
+)
 from persona.engine.scenario import phase_brief, system_prompt
 from persona.errors import RunError
-from persona.state import Exchange, QuotedTurn
+from persona.state import AgentActivity, Exchange, QuotedTurn
 from tests.conftest import DEMO_BENCH
 from tests.support.judge import judge_answer, read_request
 from tests.support.play import play
@@ -106,6 +115,21 @@ def test_the_judge_reads_from_the_question_to_the_grade_every_bubble():
     assert answer_turns([], "Which days of the week do I run?") == []
     # a question in other words (no word shared): the whole window since the last grade
     assert [t.turn for t in answer_turns(window, "Blood type?")] == [2, 3, 4]
+
+
+def test_the_agent_s_work_is_never_its_answer_to_the_judge():
+    """A tool card and a thought that hold the expected answer, beside an answer that does not: the judge reads
+    the answer alone, and grades it a miss."""
+    work = [AgentActivity(kind="tool", title="🔧 Used tool memory_search", text="- Partner Jonas: a carpenter"),
+            AgentActivity(kind="thought", title="Thinking", text="He is a carpenter, say so."),
+            AgentActivity(kind="status", title="carpenter", text="carpenter")]
+    window = [Exchange(turn=3, session=0, phase=1, sent="What does my partner do?", reply=["I'm not sure, sorry."],
+                       activity=work)]
+    turns = answer_turns(window, SINGLE.question)
+    assert [(t.turn, t.reply) for t in turns] == [(3, ["I'm not sure, sorry."])]
+    assert "carpenter" not in judge_request(SINGLE, turns).split('"conversation"')[1]
+    g = asyncio.run(RuleJudge().grade(SINGLE, turns)).grade
+    assert (g.score, [m.correct for m in g.items]) == (0, [False])
 
 
 def test_the_rule_judge_grades_the_final_reply_and_sees_the_memory_search():
@@ -384,3 +408,13 @@ def test_a_failing_judge_stops_the_run_and_a_rerun_grades_where_it_stopped(tmp_p
     assert outcome.status == "finished" and [e.score for e in state.evaluations] == [10, 10, 10]
     sent = [ex.sent for ex in RunStore(tmp_path / "results" / "r").transcript()]
     assert sent.count("What is my best 10 km time?") == 1, "the question was not asked again"
+
+
+def test_a_correction_told_in_the_question_s_words_is_not_where_it_was_asked():
+    """The fact's change told just before the question shares all its words: the question is the message
+    that asks, so the judge (and the autopsy's turn) starts there."""
+    window = [ex(5, "Correction: my new bike cost 720 EUR, not 640.", "Noted."),
+              ex(6, "How much did my new bike cost?", "720 EUR."), ex(7, "Are you sure?", "Yes.")]
+    assert [t.turn for t in answer_turns(window, "How much did my new bike cost?")] == [6, 7]
+    told = [ex(5, "My new bike cost 640 EUR.", "Noted."), ex(6, "So, the bike: what did it cost me?", "640 EUR.")]
+    assert [t.turn for t in answer_turns(told, "How much did my new bike cost?")] == [6]

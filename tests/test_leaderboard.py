@@ -6,7 +6,7 @@ from persona.benchmark.phases import Category
 from persona.report.catalog import scan
 from persona.report.leaderboard import collect, render_markdown, write_leaderboard
 from persona.report.publish import write_overview
-from persona.state import Evaluation, RunState
+from persona.state import Evaluation, read_state
 from tests.support.runs import demo_run, write_run
 
 
@@ -63,7 +63,7 @@ def test_written_files_link_runs_that_have_a_page(tmp_path):
 def test_oracle_runs_get_a_table_of_their_own_and_never_a_rank(tmp_path):
     add_run(tmp_path, "agent", [(Category.single, 4)])
     oracle = add_run(tmp_path, "dry-demo", [(Category.single, 10)])
-    state = RunState.model_validate_json((oracle / "state.json").read_text())
+    state = read_state(oracle)
     state.driver = "oracle"
     (oracle / "state.json").write_text(state.model_dump_json())
     board = collect(tmp_path)
@@ -78,7 +78,7 @@ def test_oracle_runs_get_a_table_of_their_own_and_never_a_rank(tmp_path):
 def test_a_run_without_a_score_is_listed_but_never_ranked(tmp_path):
     """Issue 26: a run that failed its preflight (or stalled) before any grade was '#1' when alone."""
     failed = add_run(tmp_path, "failed", [])
-    state = RunState.model_validate_json((failed / "state.json").read_text())
+    state = read_state(failed)
     state.status = "failed"
     (failed / "state.json").write_text(state.model_dump_json())
     md, html = write_leaderboard(tmp_path, scan(tmp_path))
@@ -96,7 +96,7 @@ def test_no_runs_no_leaderboard(tmp_path):
 
 def test_cost_columns(tmp_path):
     folder = add_run(tmp_path, "a", [(Category.single, 10), (Category.single, 0)])
-    state = RunState.model_validate_json((folder / "state.json").read_text())
+    state = read_state(folder)
     state.persona_model = "gpt-4o"  # 4,000 in, 300 out: $0.01 + $0.003
     (folder / "state.json").write_text(state.model_dump_json())
     md = render_markdown(collect(tmp_path))

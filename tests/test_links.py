@@ -63,7 +63,8 @@ def test_a_file_never_told_fails_the_dry_run_as_the_validator_warns(tmp_path):
     assert any("boat.md is never told" in w for w in warnings)
     result, text = dry(folder, tmp_path / "results")
     assert not result.ok
-    assert "NOT READY: 2 check(s) asked before the fact they test was told: b1 (boat 1.1), b2 (boat 1.2)" in text
+    assert "NOT READY: 2 check(s) cannot be answered from what was typed before them: b1, b2" in text
+    assert "untold     b1 [single]: boat 1.1 ('" in text and "was never typed before the question" in text
 
 
 def test_links_stated_on_the_check_line(write_bench):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from drivers.base import Reply
 from drivers.generic import PlaywrightDriver
 from drivers.registry import build_profile
 from tests.support.static_site import serve
@@ -55,16 +56,38 @@ def test_a_chat_and_a_new_chat_through_the_rebuilt_page(harness, site, name, tmp
 def test_without_the_busy_marker_a_slow_stream_is_cut(harness, site, tmp_path) -> None:
     """The control: LibreChat's stop button is what keeps a paused stream from being taken as done."""
     profile = build_profile("librechat", {"busy": None}, {"completion": {"quiet_ms": 300}})
+    reply = _librechat_reply(harness, site, tmp_path, profile, "wordMs = 700")
+    assert reply.text in ("Got", "Got it:", "Got it: Our", "Got it: Our dog")
 
-    async def go() -> str:
+
+def _librechat_reply(harness, site, tmp_path, profile, setting: str) -> Reply:
+    """One message to the rebuilt LibreChat page, its model set as `setting` says (model.js config)."""
+
+    async def go() -> Reply:
         context = await harness.browser.new_context()
         await context.add_init_script(
-            "window.addEventListener('DOMContentLoaded', () => { window.mmbModel.config.wordMs = 700; })")
+            f"window.addEventListener('DOMContentLoaded', () => {{ window.mmbModel.config.{setting}; }})")
         driver = PlaywrightDriver(profile, context, base_url=site + "librechat.html", artifacts=tmp_path)
         try:
             await driver.open(None)
-            return (await driver.send("Our dog is called Biscuit.")).text
+            return await driver.send("Our dog is called Biscuit.")
         finally:
             await driver.close()
 
-    assert harness.run(go()) in ("Got", "Got it:", "Got it: Our", "Got it: Our dog")
+    return harness.run(go())
+
+
+@pytest.mark.parametrize("with_selectors", [True, False], ids=["profile", "no-work-selectors"])
+def test_librechat_an_agents_reasoning_and_tool_call_are_kept_apart_from_its_answer(harness, site, tmp_path,
+                                                                                      with_selectors) -> None:
+    """Reasoning and a memory search drawn in the message body before the answer: the reply is the answer,
+    the work its activity, and the wait outlasts the tool. Without the profile's work selectors (the
+    control) the work's labels are read as words of the answer."""
+    off = {} if with_selectors else {"tool": None, "thought": None}
+    reply = _librechat_reply(harness, site, tmp_path, build_profile("librechat", off, {}), "toolMs = 1500")
+    if not with_selectors:
+        assert "Thoughts" in reply.text and "Ran memory_search" in reply.text
+        return
+    assert reply.text == "Got it: Our dog is called Biscuit."
+    assert [(a.kind, a.title) for a in reply.activity] == [("thought", "Thoughts"), ("tool", "Ran memory_search")]
+    assert reply.seconds >= 1.5

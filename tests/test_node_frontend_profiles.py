@@ -1,4 +1,4 @@
-"""Fast checks of the OpenClaw, Telegram, LibreChat and Hermes profiles and of URL secrets."""
+"""Fast checks of the OpenClaw, messenger (Telegram, Hydrogen), LibreChat and Hermes profiles and of URL secrets."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import pytest
 
 from drivers.base import DriverError
 from drivers.generic import PlaywrightDriver
+from drivers.messenger import BOT_COMMAND_NEW
+from drivers.profile import DEFAULT_NEW_SESSION_ACK
 from drivers.registry import build_profile, driver_names
 from drivers.url_secrets import ChatUrl, expand
-from tests.support.node_frontends import OpenClawChatModel, gateway_config, person_said
+from tests.support.node_frontends import MatrixChannel, OpenClawChatModel, gateway_config, person_said
 
-NAMES = ["openclaw", "telegram_k", "telegram_a", "librechat", "hermes"]
+NAMES = ["openclaw", "telegram_k", "telegram_a", "hydrogen", "librechat", "hermes"]
+MESSENGERS = ["telegram_k", "telegram_a", "hydrogen"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -23,6 +26,27 @@ def test_each_profile_loads_and_takes_overrides(name: str) -> None:
     assert s.input and s.assistant_message and s.user_message and s.busy == "#mine"
     assert profile.completion.timeout_s == 42
     assert profile.new_session != "button" or s.new_chat
+
+
+def test_the_messenger_profiles_share_the_bots_habits() -> None:
+    """One place (drivers/messenger.py): a bot's /new acknowledged in a chat that keeps its history, and
+    quiet windows longer than a bot's pause between messages; only what each client shows differs."""
+    profiles = [build_profile(name, {}, {}) for name in MESSENGERS]
+    for p in profiles:
+        assert p.new_session == "message" and p.new_session_message.endswith(BOT_COMMAND_NEW)
+        assert p.new_session_ack == DEFAULT_NEW_SESSION_ACK and not p.new_session_message_opens_chat
+        assert p.completion.quiet_ms >= 3000 and p.completion.quiet_ms_with_markers >= 3000
+    assert len({(p.completion.model_dump_json(), p.send_timeout_s, p.ready_timeout_s) for p in profiles}) == 1
+    assert build_profile("hydrogen", {}, {}).new_session_message == "//new"  # Hydrogen's escape of a /command
+
+
+def test_the_matrix_channel_config_keeps_the_bots_token_out() -> None:
+    channel = MatrixChannel("http://127.0.0.1:8008", "@bot:t", "syt_secret_token", "DEV", ("@rui:t",), ("!r:t",), True)
+    config = channel.config()
+    assert "syt_secret_token" not in str(config)  # it goes in the gateway's environment
+    matrix = config["channels"]["matrix"]
+    assert matrix["dm"]["allowFrom"] == ["@rui:t"] and matrix["autoJoinAllowlist"] == ["!r:t"]
+    assert matrix["encryption"] is True and matrix["deviceId"] == "DEV"
 
 
 def test_a_url_secret_comes_from_the_environment() -> None:

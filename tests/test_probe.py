@@ -216,3 +216,15 @@ def test_probe_a_chat_told_apart_by_its_authors_names(tmp_path):
     after = out.split("after the reply:")[1]
     assert "3 matches, 3 visible" in row(after, "message") and "2 matches, 2 visible" in row(after, "author")
     assert out.rstrip().endswith("OK: the profile fits this page")
+
+
+def test_probe_shows_the_work_beside_the_answer(tmp_path):
+    """A reply that shows a tool card and a thought: the probe prints the answer alone, then the work."""
+    with ChatLab(LabScenario(work=["tool", "thought"], work_ms=300)) as lab:
+        done = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS + ["tool=.work.tool", "thought=.work.thought"]),
+                   "--send", "hello", "--out", str(tmp_path))
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert f"  reply[0]: {'echo: ' + probe_message('hello')!r}" in out
+    assert "  work[0] (not the answer): 'tool: 🔧 Used tool memory_search'" in out
+    assert "  work[1] (not the answer): 'thought: 💭 Thought for 1 second'" in out

@@ -11,8 +11,9 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from persona.report.activity import ActivityCounts
 from persona.report.markdown import quote_block, quote_inline, render_entry
-from persona.state import AgentNotice
+from persona.state import AgentActivity, AgentNotice, Exchange
 from tests.support.runs import demo_run
 
 ATTACKS = [
@@ -53,7 +54,10 @@ def hostile_entry(attack: str) -> str:
     state.sessions[1].reset_sign = f"agent acknowledged '/new': {attack}"
     state.sends.resent = [f"turn 2: the chat showed an error for it: {attack!r}"]
     state.log = [f"turn 2: sending failed (attempt 1 of 4): the chat shows an error instead of a reply: {attack}"]
-    return render_entry(bench, state)
+    work = Exchange(turn=2, session=0, phase=0, sent="q", reply=["a"], activity=[
+        AgentActivity(kind="tool", title=attack, text=attack), AgentActivity(kind="tool", title=f"Using {attack}"),
+        AgentActivity(kind="thought", title=attack, text=attack)])
+    return render_entry(bench, state, activity=ActivityCounts.of([work]))
 
 
 def tokens(markdown: str) -> list[Token]:
@@ -99,3 +103,19 @@ def test_quoted_text_reads_back_verbatim(attack):
     assert shown == ["\n".join(attack.strip().splitlines() or ["(empty)"]) + "\n"]
     spans = [t.content for t in tokens("- x " + quote_inline(attack)) if t.type == "code_inline"]
     assert spans == ([" ".join(attack.split())] if attack.split() else [])
+
+
+def test_the_agent_s_activity_is_counted_in_the_entry_with_its_tool_names_inert():
+    state, bench = finished_run()
+    work = [AgentActivity(kind="tool", title="🔧 Used tool memory_search"), AgentActivity(kind="tool", title="Using web_fetch"),
+            AgentActivity(kind="status", title="Searching memory…")]
+    turns = [Exchange(turn=t, session=0, phase=0, sent="q", reply=["a"], activity=a) for t, a in
+             [(1, work), (2, work[:1]), (3, [AgentActivity(kind="thought", title="Thinking")]), (4, [])]]
+    entry = render_entry(bench, state, activity=ActivityCounts.of(turns))
+    assert ("- **Agent activity** (shown beside its answers, never graded): 3 of 4 turn(s) showed work; tool use in "
+            "2 turn(s), 3 tool card(s): ` memory_search ` ×2, ` web_fetch ` ×1; 1 thought(s); 1 status line(s)") in entry
+    line = next(ln for ln in entry.splitlines() if ln.startswith("- **Agent activity**"))
+    assert [t.content for t in tokens(line) if t.type == "code_inline"] == ["memory_search", "web_fetch"]
+    none = render_entry(bench, state, activity=ActivityCounts.of(turns[3:]))
+    assert "- **Agent activity** (shown beside its answers, never graded): none shown in 1 turn(s)" in none
+    assert "Agent activity" not in render_entry(bench, state)  # not read (a disk-full end): not claimed

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from persona.cli.app import app
 from persona.engine.shard import parse_shard, select_shard
 from persona.report.export import read_rows
+from persona.state import SCHEMA_VERSION, RunStore, read_state
 from tests.conftest import REPO
 from tests.support.runs import MICRO, demo_run, write_run
 
@@ -86,6 +87,81 @@ def test_compare_runs_and_files_and_fail_on_regression(results, tmp_path):
     mmb("export", "--results", results, "-o", tmp_path / "both.json")
     two = mmb("compare", "--results", results, tmp_path / "both.json", "r1")
     assert two.exit_code == 2 and "holds 2 runs (r1, r2): export one run per file" in two.stderr
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (the lock aside: empty, taken by whoever runs), by its path there."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def test_state_prints_the_whole_state_of_a_run_with_its_parts_put_back(results):
+    folder = results / "r1"
+    done = mmb("state", "r1", "--results", results)
+    assert done.exit_code == 0, done.output
+    printed = json.loads(done.stdout)
+    assert printed == read_state(folder).model_dump(mode="json")
+    assert [e["check_id"] for e in printed["evaluations"]] == ["d1", "d2", "d9"] and "running" in printed["facts"]
+    assert json.loads((folder / "state.json").read_text())["evaluations"]["file"] == "state.evaluations.jsonl", \
+        "state.json itself only names where the grades are"
+    grades = mmb("state", folder, "--field", "evaluations")  # a run's folder, from anywhere
+    assert grades.exit_code == 0 and json.loads(grades.stdout) == printed["evaluations"]
+    bad = mmb("state", "r1", "--results", results, "--field", "grades")
+    assert bad.exit_code == 2 and bad.stderr.startswith("--field must be one of schema_version, run_id, ")
+    assert bad.stderr.endswith(", provenance, not 'grades'\n") and "evaluations, " in bad.stderr
+    unknown = mmb("state", "nope", "--results", results)
+    assert unknown.exit_code == 2 and unknown.stderr == f"nope is neither a run in {results} (runs: r1, r2) nor a run's folder\n"
+
+
+def test_state_beside_a_running_run_reads_what_its_state_counts_and_changes_nothing(results):
+    folder = results / "r1"
+    store = RunStore(folder)
+    store.lock()  # the run is playing
+    try:
+        grade = read_state(folder).evaluations[0].model_copy(update={"check_id": "d7"})
+        with open(folder / "state.evaluations.jsonl", "a") as f:  # a save appending, state.json not yet renamed
+            f.write(grade.model_dump_json() + "\n" + grade.model_dump_json()[:40])
+        before = tree(folder)
+        done = mmb("state", "r1", "--results", results, "--field", "evaluations")
+        assert done.exit_code == 0, done.output
+        assert [e["check_id"] for e in json.loads(done.stdout)] == ["d1", "d2", "d9"]
+        assert tree(folder) == before
+    finally:
+        store.unlock()
+
+
+def newer(folder: Path) -> str:
+    """The run's state.json made one of a newer mmb; the line that refuses it."""
+    path = folder / "state.json"
+    data = json.loads(path.read_text())
+    data["schema_version"] = SCHEMA_VERSION + 1
+    path.write_text(json.dumps(data))
+    return f"{path} is schema_version {SCHEMA_VERSION + 1}, newer than this mmb knows ({SCHEMA_VERSION}): read it with a newer mmb\n"
+
+
+def test_a_run_of_a_newer_mmb_stops_what_would_read_it_or_write_over_it_with_one_line(results, tmp_path, caplog):
+    mmb("report", "--results", results)
+    line = newer(results / "r1")
+    before = tree(results)
+    for command in (["state", "r1"], ["report"], ["report", "-r", "r2"], ["export"], ["export", "-r", "r1", "-o", tmp_path / "rows.csv"],
+                    ["compare", "r2", "r1"]):
+        done = mmb(*command, "--results", results)
+        assert (done.exit_code, done.stdout, done.stderr) == (1, "", line), command
+    assert tree(results) == before and not (tmp_path / "rows.csv").exists(), "nothing written"
+    rows = mmb("export", "--results", results, "-r", "r2").stdout.splitlines()
+    assert [json.loads(r)["run_id"] for r in rows] == ["r2"] * 3, "the other runs are still read"
+    listed = mmb("list", "--results", results)  # only reads: the others listed, that one named
+    assert [r.split()[0] for r in listed.stdout.splitlines()[1:]] == ["r2"]
+    assert f"skipping run r1: {line.strip()}" in caplog.messages
+
+
+def test_a_run_of_a_newer_mmb_is_not_started_and_nothing_is_written(tmp_path, write_bench):
+    config = micro_config(tmp_path, write_bench, "results", run_ids=("a",))
+    assert mmb("run", "-c", config).exit_code == 0
+    line = newer(tmp_path / "results" / "a")
+    before = tree(tmp_path / "results")
+    done = mmb("run", "-c", config)
+    assert done.exit_code == 1 and f"[a] not started: {line}" in done.stdout, done.output
+    assert tree(tmp_path / "results") == before
 
 
 def test_shard_parsing_and_selection():

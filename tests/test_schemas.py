@@ -10,11 +10,13 @@ from persona.benchmark.loader import manifest_schema
 from persona.config import config_schema, load_config
 from persona.jsonc import load_jsonc
 from persona.report.export import export_schema
+from persona.state import state_schema
 from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("name, made", [("schemas/config.schema.json", config_schema),
                                         ("schemas/export.schema.json", export_schema),
+                                        ("schemas/state.schema.json", state_schema),
                                         ("benchmarks/benchmark.schema.json", manifest_schema)])
 def test_the_published_schema_is_the_models(name, made):
     what = name.split("/")[-1].split(".")[0]

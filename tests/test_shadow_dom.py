@@ -207,3 +207,36 @@ def test_a_root_whose_host_left_the_page_is_searched_no_more(harness, tmp_path):
         .attachShadow({mode: "open"}).innerHTML = `<p class='m'>${t}</p>`;
     </script></body>"""
     assert matches_around(harness, tmp_path, page_html, "document.getElementById('log').replaceChildren()") == (2, 0)
+
+
+def test_text_reads_words_in_nested_roots_and_slots_and_leaves_out_what_is_skipped(harness):
+    """Q.text: a host's words are in its root (innerText and textContent give ""), a slot shows the host's
+    light children, hidden parts are not shown, and what `skip` matches is left out where it stands."""
+    page_html = """<!doctype html><body><div id="msg"></div><script>
+      const part = (cls, html) => { const h = document.createElement("div"); h.className = cls;
+        h.attachShadow({mode: "open"}).innerHTML = html; return h; };
+      const root = document.getElementById("msg").attachShadow({mode: "open"});
+      root.append(part("name", "<div>Memo</div>"), part("text", "<p>Memo said   <b>hi</b></p><p>at 12:00</p>"),
+                  part("gone", "<div style='display:none'>hidden words</div><div style='visibility:hidden'>unseen</div>"),
+                  part("slotted", "<span>[<slot></slot>]</span>"), part("time", "<div>12:00</div>"));
+      root.querySelector(".slotted").append("light child");
+    </script></body>"""
+    script = """() => { const m = document.getElementById("msg");
+      return [m.innerText, Q.text(m, true, ".name, .time"), Q.text(m, false, ".name, .time").replace(/\\s+/g, " ").trim(),
+              Q.text(m, true).trim(), Q.hasRoot(m), Q.hasRoot(document.createElement("p"))]; }"""
+
+    async def go():
+        page = await harness.browser.new_page()
+        try:
+            await page.add_init_script(SHADOW_HOOK_JS)
+            await page.set_content(page_html)
+            return await page.evaluate(in_page(script))
+        finally:
+            await page.close()
+
+    inner, shown, quick, whole, has_root, plain = harness.run(go())
+    assert inner == ""  # what the browser gives: nothing
+    assert shown.strip() == "Memo said hi\n\nat 12:00\n\n[light child]"
+    assert quick == "Memo said hi at 12:00 hidden words unseen [light child]"  # as the DOM holds it: no layout
+    assert whole.startswith("Memo\n") and whole.endswith("12:00")
+    assert has_root and not plain

@@ -13,7 +13,7 @@ from persona.benchmark.loader import load_benchmark
 from persona.engine.scenario import Scenario
 from persona.engine.tools import SCENARIO_COMPLETE, TOOL_NAMES, TOOL_SPECS, ToolBox
 from persona.engine.toolspecs import plain_specs
-from persona.state import RunState
+from persona.state import Exchange, RunState
 from tests.support.quirk_server import PROFILES, Refused, _check_tools
 from tests.test_benchmark import good_files
 
@@ -258,3 +258,34 @@ def test_with_a_judge_the_grade_is_the_judges_on_the_agents_own_words(box):
     ev, = box.state.evaluations
     assert (ev.score, ev.grader, ev.persona_grade.score) == (10, "rules", 7)  # 7 is fine as the persona's impression
     assert [(t.turn, t.reply) for t in ev.agent_turns] == [(1, ["Hm.", "It's Ana."])]
+
+
+def test_next_phase_refuses_until_the_story_date_was_typed_in_the_phase(write_bench):
+    """An LLM persona that forgets to tell the date is told to; the words a message says it in may be any."""
+    files = good_files()
+    files["chapter1.md"] = files["chapter1.md"].replace("```\n", "```\n📅 2023-05-08 13:56\n", 1)
+    bench = load_benchmark(write_bench(files))
+    state = RunState(run_id="t", benchmark="b", driver="d", persona_model="m",
+                     facts={n: f.model_copy(deep=True) for n, f in bench.fact_files.items()})
+    typed: list[Exchange] = []
+
+    async def new_session(phase: int) -> None:
+        return None
+
+    box = ToolBox(bench, state, Scenario(bench, state, new_session), exchanges=lambda: typed)
+    assert "📅 2023-05-08 13:56" in asyncio.run(box.scenario.enter(0))
+
+    def send(text: str) -> None:
+        said(box)
+        typed.append(Exchange(turn=state.turn, session=0, phase=0, sent=text, reply=["ok"]))
+        state.transcript_len = len(typed)
+
+    send("My wife is Ana, she is 38, and Rui is 9.")
+    call(box, "facts_mark_told", file="family", ids=["1.1", "1.2", "2.1"])
+    refusal = call(box, "next_phase")
+    assert refusal == ("Error: not yet: you have not told the assistant the story's date in this phase (Monday, 8 May "
+                       "2023, 1:56 pm). Say it in a message, with the day, the month and the year, then call next_phase.")
+    send("Morning! Monday 8 May here.")  # no year: the agent would take it for this year
+    assert call(box, "next_phase") == refusal
+    send("Sorry, 8th May 2023, to be exact.")
+    assert "checks of this phase not graded: q1" in call(box, "next_phase")

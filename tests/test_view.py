@@ -17,7 +17,7 @@ import pytest
 from persona.report.live.locks import parse_locks
 from persona.report.live.server import PortTaken, bind
 from persona.report.live.watch import TranscriptTail, Watcher
-from persona.state import Exchange, RunStore
+from persona.state import AgentActivity, Exchange, RunStore
 from tests.support.runs import EVIL, demo_run, write_run
 from tests.support.viewer import Events, get, live_events_url, served_at, serving, spawn_view
 
@@ -152,7 +152,8 @@ def test_a_page_gets_only_what_changed_since_it_was_served(results, url):
     events = Events(url, live_events_url(html))
     try:
         with open(folder / "transcript.jsonl", "a") as f:
-            f.write(Exchange(turn=11, session=1, phase=4, sent=f"one more {EVIL}", reply=["sure"]).model_dump_json() + "\n")
+            f.write(Exchange(turn=11, session=1, phase=4, sent=f"one more {EVIL}", reply=["sure"], activity=[
+                AgentActivity(kind="tool", title=f"Using memory_search {EVIL}", text=f"found {EVIL}")]).model_dump_json() + "\n")
         state.turn = state.transcript_len = 11
         state.status = "running"
         RunStore(folder).save(state)
@@ -163,6 +164,8 @@ def test_a_page_gets_only_what_changed_since_it_was_served(results, url):
     assert "row-11" in ids and "row-1" not in ids and "run-header" in ids, ids
     row = next(f for f in data["fragments"] if f["id"] == "row-11")
     assert row["parent"] == "transcript" and "one more &lt;script&gt;" in row["html"]
+    assert "<details class=work><summary>the agent's work, not its answer: memory_search</summary>" in row["html"]
+    assert "<pre>found &lt;script&gt;" in row["html"] and EVIL not in json.dumps(data)
 
 
 def test_streams_are_bounded_and_a_page_beyond_is_told(results):

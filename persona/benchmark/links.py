@@ -240,8 +240,9 @@ def _earliest(a: int | None, b: int) -> int:
     return b if a is None else min(a, b)
 
 
-def scenario_index(bench: Benchmark) -> FactIndex:
-    facts = scenario_facts(bench)
+def scenario_index(bench: Benchmark, facts: dict[FactKey, ScenarioFact] | None = None) -> FactIndex:
+    """The scenario's facts searchable by their words (`facts`: scenario_facts(bench), when already at hand)."""
+    facts = scenario_facts(bench) if facts is None else facts
     return FactIndex({key: [v.text for v in f.versions] for key, f in facts.items()},
                      changing={key for key, f in facts.items() if f.changes})
 
@@ -265,7 +266,7 @@ def describe(links: CheckLinks, facts: dict[FactKey, ScenarioFact] | None = None
         why = [f"shares: {', '.join(link.shared)}"] if link.shared else []
         life = [life_of(facts[link.key])] if facts and link.key in facts else []
         notes = f" ({'; '.join(why + life)})" if why or life else ""
-        parts.append(f"{link.file} {link.fact_id} '{_short(link.text)}'{notes}")
+        parts.append(f"{link.file} {link.fact_id} '{shortened(link.text)}'{notes}")
     return f"{links.check_id} [{links.how}]: " + "; ".join(parts)
 
 
@@ -278,5 +279,6 @@ def life_of(fact: ScenarioFact) -> str:
     return ", ".join([told, *changes])
 
 
-def _short(text: str, limit: int = 60) -> str:
+def shortened(text: str, limit: int = 60) -> str:
+    """A fact's text cut for a one-line message."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -13,16 +13,16 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from persona.benchmark.dates import asks_for_time
 from persona.benchmark.facts import DELETED
 from persona.benchmark.grading import SHORT_ANSWER_WORDS, matches, numbers, says_unknown, stems
-from persona.benchmark.links import first_told
+from persona.benchmark.links import first_told, scenario_facts, scenario_index
 from persona.benchmark.loader import MANIFEST, Benchmark
-from persona.benchmark.phases import Category, Check, Phase
+from persona.benchmark.phases import DIRECTIVE_MARKS, Category, Check, Phase
 from persona.errors import Problem
 
 # Categories whose answer should be written in some fact or phase text (the others are computed or absent).
 GROUNDED = {Category.single, Category.updated, Category.preference}
-_MARKS = ("❓", "✏", "➕")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ class SaidIndex:
 def lint(bench: Benchmark) -> list[Problem]:
     told_at = first_told(bench)
     said = SaidIndex(_said(bench, told_at))
-    problems = [*_unused_files(bench, told_at), *_empty_phases(bench), *_no_new_session(bench)]
+    problems = [*_unused_files(bench, told_at), *_empty_phases(bench), *_no_new_session(bench), *_dates_back(bench),
+                *_undated_time_checks(bench)]
     questions: dict[str, Check] = {}
     for phase in bench.phases:
         for check in phase.checks:
@@ -125,7 +126,7 @@ def _said(bench: Benchmark, told_at: dict[str, int]) -> list[Said]:
             texts[key] = e.text
         out += [Said((phase.index, a.line), a.text, f"{phase.chapter}:{a.line}", True) for a in phase.additions]
         for i, line in enumerate(phase.body.splitlines()):
-            if line.strip() and not any(mark in line for mark in _MARKS):
+            if line.strip() and not any(mark in line for mark in DIRECTIVE_MARKS):
                 out.append(Said((phase.index, phase.body_line + i), line, f"{phase.chapter}:{phase.body_line + i}", True))
     return sorted(out, key=lambda s: s.at)  # play order
 
@@ -160,6 +161,52 @@ def _no_new_session(bench: Benchmark) -> list[Problem]:
         return [Problem(first.chapter, first.line, "no check comes after the first new session: "
                         "nothing tests what survives it")]
     return []
+
+
+def _dates_back(bench: Benchmark) -> list[Problem]:
+    """A story's date goes forward: a `📅` line before the one in effect is most likely a typo."""
+    problems, current = [], None
+    for phase in bench.phases:
+        if phase.date is None:
+            continue
+        if current is not None and phase.date.when < current.when:
+            problems.append(Problem(phase.chapter, phase.date.line, f"the story's date goes back, from {current.iso()} "
+                                    f"to {phase.date.iso()}: the agent hears the days in this order"))
+        current = phase.date
+    return problems
+
+
+def _undated_time_checks(bench: Benchmark) -> list[Problem]:
+    """What the dry run finds from the transcript, seen from the files: a check whose answer is a date, a
+    span or "how long ago", not written in its facts, whose facts are told in a phase with no date."""
+    asked = [(phase, c) for phase in bench.phases for c in phase.checks
+             if c.category is not Category.absent and asks_for_time(c.category, c.answer)]
+    if not asked:
+        return []
+    dates = bench.phase_dates()
+    facts = scenario_facts(bench)
+    index = scenario_index(bench, facts)
+    problems = []
+    for phase, check in asked:
+        told = []  # (fact, the text it has at the check, the phase that told that text)
+        for link in index.link(check).primary:
+            fact = facts.get(link.key)
+            if fact is None:
+                continue
+            versions = [v for v in fact.versions if v.phase is None or v.phase <= phase.index]
+            if versions:
+                told.append((link.key, versions[-1].text, fact.told_phase if versions[-1].phase is None else versions[-1].phase))
+        if not told or all(matches(item, " ".join(text for _, text, _ in told)) for item in check.items):
+            continue  # nothing to look at, or the facts' own words give the date or span
+        undated = [f"{file} {fact_id} (phase {at + 1})" for (file, fact_id), _, at in told
+                   if at is not None and dates[at].date is None]
+        if undated:
+            problems.append(Problem(phase.chapter, check.line, f"check {check.id}: its answer is a date or a time "
+                                    f"span, but {', '.join(undated)} {'is' if len(undated) == 1 else 'are'} told in a "
+                                    "phase with no date, so the agent cannot tell when it happened: give the phase a "
+                                    "'📅 YYYY-MM-DD' line (the persona tells the agent the date), or write the date "
+                                    "in the fact"))
+    return problems
 
 
 def _check_warnings(phase: Phase, check: Check, index: SaidIndex) -> list[Problem]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from drivers.files import PathText
+from persona.benchmark.dates import StoryDate
 from persona.benchmark.facts import FactFile, fact_file_name, load_fact_file
 from persona.benchmark.js_check import PhasePlay, play_scripts
 from persona.benchmark.js_sandbox import compile_check
@@ -39,6 +40,14 @@ class Manifest(BaseModel):
                                  "imported benchmark comes from, its licence)")
 
 
+class PhaseDate(BaseModel):
+    """The story's date in a phase, and whether the persona tells it to the agent as the phase starts."""
+
+    date: StoryDate | None = None  # in effect: the phase's own `📅` line, else the last one before it
+    own: bool = False  # the phase has a `📅` line of its own
+    tell: bool = False  # its own date, or a new chat (which never heard the date) while one is in effect
+
+
 class Benchmark(BaseModel):
     root: Path
     manifest: Manifest
@@ -48,6 +57,7 @@ class Benchmark(BaseModel):
     phases: list[Phase]
     plays: list[PhasePlay] = []  # what each phase's JS block did when played at load time
     _names: dict[str, str] | None = PrivateAttr(None)  # fact file names by lower case
+    _dates: list[PhaseDate] | None = PrivateAttr(None)
 
     @property
     def name(self) -> str:
@@ -64,6 +74,20 @@ class Benchmark(BaseModel):
     def display(self, name: str) -> str:
         """A file of the benchmark as problems name it: relative to the working directory when inside it."""
         return _rel(self.root, self.root / name)
+
+    def phase_dates(self) -> list[PhaseDate]:
+        """Each phase's date in the story: a `📅` line holds until the next one. The persona tells it when
+        the phase has its own, and again when the phase opens a new chat (the agent's clock is not the
+        story's, and a new chat never heard it)."""
+        if self._dates is None or len(self._dates) != len(self.phases) or len(self.plays) != len(self.phases):
+            out, current = [], None
+            for phase in self.phases:
+                current = phase.date or current
+                new_chat = phase.index < len(self.plays) and self.plays[phase.index].new_sessions > 0
+                out.append(PhaseDate(date=current, own=phase.date is not None,
+                                     tell=phase.date is not None or (current is not None and new_chat)))
+            self._dates = out
+        return self._dates
 
     def resolve_fact_file(self, ref: str) -> str | None:
         """The canonical name of a fact file a phase or tool refers to, case-insensitively."""

@@ -11,6 +11,7 @@ from enum import Enum
 
 from pydantic import BaseModel
 
+from persona.benchmark.dates import DATE_MARK, StoryDate, parse_date_line
 from persona.errors import Problem
 
 
@@ -81,6 +82,7 @@ class Phase(BaseModel):
     additions: list[FactAddition] = []
     fact_refs: list[str] = []  # fact files the phase asks to tell, in order of appearance
     mentions: list[FactMention] = []  # single facts the phase refers to by id
+    date: StoryDate | None = None  # its `📅` line: the story's date (and time) from this phase on
 
 
 ANSWER_MARKERS = ("Correct answer", "Правильный ответ")
@@ -93,7 +95,7 @@ _WRONG_ANSWER = re.compile(r"\s*(?:" + "|".join(WRONG_ANSWER_MARKERS) + r")\s*:\
 _SOURCE = re.compile(r"^source\s*:\s*(?P<name>\S.*?)\s*$", re.IGNORECASE)  # `[single; source: single-hop]`
 _EDIT = re.compile(r"^\s*✏\ufe0f?\s*(?P<file>[\w.-]+)\s+(?P<id>\d+\.\d+)\s*:\s*(?P<text>.*?)\s*$")
 _ADD = re.compile(r"^\s*➕\s*(?P<file>[\w.-]+)\s+(?P<section>\d+)\s*:\s*(?P<text>.*?)\s*$")
-DIRECTIVE_MARKS = ("❓", "✏", "➕")
+DIRECTIVE_MARKS = ("❓", "✏", "➕", DATE_MARK)
 LINK_MARK = "🔗"
 # Whitespace inside an instruction: spaces, or a line break where the author wrapped the paragraph
 # ("tell the facts\nfrom boat" is one instruction); a blank line ends it.
@@ -113,12 +115,12 @@ _FENCE_OPEN = re.compile(r"^```\s*(js|javascript)\s*$", re.IGNORECASE)
 
 def parse_directives(text: str, file: str, first_line: int = 1, *,
                      answers_required: bool = True) -> tuple[dict, list[Problem]]:
-    """Checks, edits, additions and fact-file references in phase text.
+    """Checks, edits, additions, fact-file references and the date line (`📅`) in phase text.
 
     `answers_required=False` reads phase text as a persona with a judge sees it (`hide_answers`):
     check lines without their expected answers.
     """
-    out: dict = {"checks": [], "edits": [], "additions": [], "fact_refs": [], "mentions": []}
+    out: dict = {"checks": [], "edits": [], "additions": [], "fact_refs": [], "mentions": [], "date": None}
     problems: list[Problem] = []
     for offset, line in enumerate(text.splitlines()):
         lineno = first_line + offset
@@ -138,6 +140,15 @@ def parse_directives(text: str, file: str, first_line: int = 1, *,
                 )
             else:
                 problems.append(Problem(file, lineno, "an addition line must read '➕ FILE SECTION: TEXT'"))
+        elif DATE_MARK in line:
+            story, why = parse_date_line(line)
+            if story is None:
+                problems.append(Problem(file, lineno, why or ""))
+            elif out["date"] is not None:
+                problems.append(Problem(file, lineno, f"a second date line in one phase (the first is at line "
+                                        f"{out['date'].line}): a phase happens on one date"))
+            else:
+                out["date"] = story.model_copy(update={"line": lineno})
     prose = _prose(text)
     out["mentions"] = fact_mentions(prose, first_line)
     for _, name in fact_refs_at(text, first_line):
@@ -179,7 +190,7 @@ def stray_directives(text: str, file: str, first_line: int, where: str) -> list[
 
 
 def _mark_name(line: str) -> str:
-    return "check" if "❓" in line else "edit" if "✏" in line else "addition"
+    return "check" if "❓" in line else "edit" if "✏" in line else "addition" if "➕" in line else "date"
 
 
 def hide_answers(text: str) -> str:

@@ -61,6 +61,7 @@ then some news changes one fact and adds another. Replace the people and the fac
 ```js
 vars.require_all_facts = ["profile", "family"];
 ```
+📅 2026-06-06 09:30
 It is Saturday morning. Say hello and explain that you want the assistant to get to know you.
 Introduce yourself: tell the facts from profile, then the facts from family. Answer the
 assistant's questions briefly.
@@ -77,13 +78,15 @@ Tell the news in passing: you have just accepted a new job, and your mum adopted
         "chapter2.md": """\
 # Chapter 2: the exam
 
-Author's note: a new chat, so the assistant can answer only from its long-term memory.
+Author's note: a new chat, so the assistant can answer only from its long-term memory. The date
+line is the story's day: the persona tells it to the assistant, whose own clock does not know it.
 
 ## The next day
 ```js
 await bench.newSession();
 bench.log("the exam starts in a new chat");
 ```
+📅 2026-06-07 10:00
 It is the next day and you open a new chat. Greet the assistant as someone it already knows, then
 ask the questions one by one, as if you were curious what it remembers.
 ❓ s1 [single] What does Sam do for a living? Correct answer: primary school teacher
@@ -141,6 +144,7 @@ Ask a few more questions, then say goodbye.
 ```js
 vars.require_all_facts = ["profile", "family"];
 ```
+📅 2026-06-06 09:30
 Субботнее утро. Поздоровайся и объясни, что хочешь, чтобы ассистент тебя узнал. Представься:
 расскажи факты из profile, потом факты из family. На вопросы ассистента отвечай коротко.
 
@@ -156,13 +160,15 @@ vars.require_all_facts = ["profile", "family"];
         "chapter2.md": """\
 # Глава 2: экзамен
 
-Заметка автора: новый чат, так что ассистент может ответить только из долгой памяти.
+Заметка автора: новый чат, так что ассистент может ответить только из долгой памяти. Строка с датой —
+день в сюжете: персона сообщает его ассистенту, чьи собственные часы его не знают.
 
 ## На следующий день
 ```js
 await bench.newSession();
 bench.log("экзамен начинается в новом чате");
 ```
+📅 2026-06-07 10:00
 Наступил следующий день, ты открываешь новый чат. Поздоровайся как со старым знакомым и задай
 вопросы по одному, как будто тебе любопытно, что он помнит.
 ❓ s1 [single] Кем работает Илья? Правильный ответ: учитель физики

@@ -1,7 +1,7 @@
 """`mmb`: the command line. This module only assembles it; each group of commands has its own module.
 
     run_commands.py        run (and run --dry), check
-    result_commands.py     report (--merge), list, export, compare
+    result_commands.py     report (--merge), list, export, compare, state
     view_commands.py       view (the pages live, in a browser)
     grading_commands.py    regrade
     benchmark_commands.py  validate, new, schema
@@ -92,6 +92,7 @@ app.command()(result_commands.report)
 app.command("list")(result_commands.list_runs)
 app.command()(result_commands.export)
 app.command()(result_commands.compare)
+app.command()(result_commands.state)
 app.command()(view_commands.view)
 app.command()(grading_commands.regrade)
 app.command()(benchmark_commands.validate)

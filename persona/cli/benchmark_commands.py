@@ -1,4 +1,4 @@
-"""Writing benchmarks and configs: `mmb validate`, `mmb new`, `mmb schema benchmark|config|export`."""
+"""Writing benchmarks and configs: `mmb validate`, `mmb new`, `mmb schema benchmark|config|export|state`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from persona.cli.common import EXIT_BAD_INPUT, config_or_fail, fail
 from persona.config import CompactionConfig, config_schema
 from persona.errors import InputError
 from persona.report.export import export_schema
+from persona.state import state_schema
 
 
 def validate(
@@ -78,14 +79,15 @@ def new(
                f"  mmb run --dry --benchmark {target}")
 
 
-SCHEMAS = {"benchmark": manifest_schema, "config": config_schema, "export": export_schema}
+SCHEMAS = {"benchmark": manifest_schema, "config": config_schema, "export": export_schema, "state": state_schema}
 
 
 def schema(
-    what: Annotated[str, typer.Argument(help="benchmark (benchmark.json), config (config.jsonc) or export "
-                                        "(a row of mmb export)")] = "benchmark",
+    what: Annotated[str, typer.Argument(help="benchmark (benchmark.json), config (config.jsonc), export "
+                                        "(a row of mmb export) or state (what mmb state prints)")] = "benchmark",
 ) -> None:
-    """Print a JSON Schema: of benchmark.json, config.jsonc, or an exported row. The repository publishes them."""
+    """Print a JSON Schema: of benchmark.json, config.jsonc, an exported row, or a run's whole state. The
+    repository publishes them (schemas/)."""
     if what not in SCHEMAS:
-        fail(f"no schema of {what!r}: benchmark, config or export")
+        fail(f"no schema of {what!r}: benchmark, config, export or state")
     typer.echo(json.dumps(SCHEMAS[what](), indent=2, ensure_ascii=False))

@@ -99,7 +99,7 @@ async def discover_chat(url: str, browser: BrowserConfig, *, base_dir: Path, out
             return (await host.new_context(login=login)).context
 
         return await discover(first.context, url, new_context=fresh, out_dir=out_dir, say=say, send=send,
-                              budget_s=budget_s)
+                              budget_s=budget_s, logged_in=login is not None)
 
 
 def write_agent(config: Path, run_id: str, agent: dict[str, Any]) -> None:

@@ -1,17 +1,19 @@
-"""Reading results: `mmb report` (and --merge), `mmb list`, `mmb export`, `mmb compare`.
+"""Reading results: `mmb report` (and --merge), `mmb list`, `mmb export`, `mmb compare`, `mmb state`.
 
 All of them read a results folder: --results, else the config's `results_dir` (when a config file
-is there), else ./results. None of them changes a run.
+is there), else ./results. None of them changes a run. A run whose state a newer mmb wrote stops
+those that write from it (report, export, compare, state) with one line, before anything is written.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from persona.cli.common import EXIT_BAD_INPUT, EXIT_GATE, ConfigOption, RunIdsOption, config_or_fail, fail
+from persona.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_GATE, ConfigOption, RunIdsOption, config_or_fail, fail
 from persona.config import Config
 
 if TYPE_CHECKING:  # imported where used: `mmb --help` stays quick
@@ -47,6 +49,14 @@ def _known_runs(folder: Path, run_ids: list[str] | None) -> None:
         fail(problem)
 
 
+def _none_newer(folder: Path, run_ids: list[str] | None = None) -> None:
+    """Stop, before anything is written, at a run whose state a newer mmb wrote: one line (and how many more)."""
+    from persona.report.catalog import newer_runs
+
+    if folder.is_dir() and (newer := newer_runs(folder, run_ids)):
+        fail(newer[0] + (f" (and {len(newer) - 1} more run(s) of {folder})" if len(newer) > 1 else ""), EXIT_FAILED)
+
+
 def report(
     config: ConfigOption = Path("config.jsonc"),
     run_ids: RunIdsOption = None,
@@ -67,6 +77,8 @@ def report(
     cfg = _config(config)
     if dirs and not merge:
         fail("folders are read only with --merge: mmb report --merge DIR...")
+    for folder in [*(dirs or []), _results(cfg, results, must_exist=False)]:  # the overview pages cover every run
+        _none_newer(folder)
     if merge:
         _merge(dirs or [], _results(cfg, results, must_exist=False))
     folder = _results(cfg, results)
@@ -139,6 +151,7 @@ def export(
         fail(f"--format must be json, jsonl or csv, not {fmt!r}")
     folder = _results(cfg, results)
     _known_runs(folder, run_ids)
+    _none_newer(folder, run_ids)
     text, guarded = render(rows_of_results(folder, run_ids, _counter(cfg)), fmt)  # type: ignore[arg-type]
     if out is None:
         typer.echo(text, nl=False)
@@ -196,4 +209,46 @@ def _side(spec: str, cfg: Config | None, results: Path | None) -> Side:
     folder = _results(cfg, results)
     if spec not in (runs := run_folders(folder)):
         fail(f"{spec} is neither an export file (.json, .jsonl, .csv) nor a run in {folder} (runs: {', '.join(runs) or 'none'})")
+    _none_newer(folder, [spec])
     return Side(spec, rows_of_results(folder, [spec], _counter(cfg)))
+
+
+def state(
+    run: Annotated[str, typer.Argument(help="A run id of the results folder, or a run's folder")],
+    config: ConfigOption = Path("config.jsonc"),
+    results: ResultsOption = None,
+    field: Annotated[str | None, typer.Option("--field", help="Print this field alone: evaluations, facts, log, "
+                                              "usage, ... (mmb schema state lists them)")] = None,
+) -> None:
+    """Print the whole state of a run as one JSON document, the parts saved beside state.json put back (JSON
+    Schema: mmb schema state). Safe beside a running run: it reads as the reports and mmb view do."""
+    from persona.state import RunState, StateUnreadable, read_state
+
+    fields = [name for name, info in RunState.model_fields.items() if not info.exclude]
+    if field is not None and field not in fields:
+        fail(f"--field must be one of {', '.join(fields)}, not {field!r}")
+    folder = _run_folder(run, _config(config), results)
+    try:
+        whole = read_state(folder)
+    except StateUnreadable as e:
+        fail(str(e), EXIT_FAILED)
+    except FileNotFoundError:  # removed between the look and the read
+        fail(f"no run at {folder}: its state.json is gone", EXIT_FAILED)
+    if field is None:
+        typer.echo(whole.model_dump_json(indent=2))
+    else:
+        typer.echo(json.dumps(whole.model_dump(mode="json", include={field})[field], indent=2, ensure_ascii=False))
+
+
+def _run_folder(run: str, cfg: Config | None, results: Path | None) -> Path:
+    """A run id of the results folder, else a folder holding a run's state.json."""
+    from persona.report.catalog import run_folders
+    from persona.state import STATE_FILE
+
+    folder = _results(cfg, results, must_exist=False)
+    runs = run_folders(folder) if folder.is_dir() else {}
+    if run in runs:
+        return runs[run]
+    if (Path(run) / STATE_FILE).is_file():
+        return Path(run)
+    fail(f"{run} is neither a run in {folder} (runs: {', '.join(runs) or 'none'}) nor a run's folder")

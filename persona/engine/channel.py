@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from drivers.base import ChatBefore, ChatDriver, Reply, SendJournal
 from persona.crashpoints import crash_point
-from persona.state import AgentNotice, AgentSession, Exchange, PendingSend, RunState, RunStore
+from persona.state import AgentActivity, AgentNotice, AgentSession, Exchange, PendingSend, RunState, RunStore
 
 log = logging.getLogger(__name__)
 Save = Callable[[], None]
@@ -76,7 +76,8 @@ class AgentChannel(SendJournal):
         self.store.append_exchange(self.state, Exchange(
             turn=self.state.turn + 1, session=self.state.session, phase=self.state.phase, sent=text,
             reply=reply.bubbles, signal=reply.signal, reply_seconds=round(reply.seconds, 3),
-            typed=pending.typed if pending is not None else 1))
+            typed=pending.typed if pending is not None else 1,
+            activity=[AgentActivity(kind=a.kind, title=a.title, text=a.text) for a in reply.activity]))
         self.state.turn += 1
         self.state.agent_notices += [AgentNotice(turn=self.state.turn, session=self.state.session, text=n)
                                      for n in reply.notices]

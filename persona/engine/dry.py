@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from persona.benchmark.links import link_checks
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.benchmark.phases import Category
 from persona.config import AgentConfig, CompactionConfig, Config, JudgeConfig, PersonaConfig, RunConfig, load_config
+from persona.engine.answerable import Answerability, answerability
 from persona.engine.fit import fit_problems
 from persona.errors import InputError, Problem
 from persona.report.cost import Cost, PriceTable, money
@@ -47,6 +47,7 @@ class DryResult:
     target: DryTarget
     state: RunState
     folder: Path
+    answerable: Answerability | None = None  # which checks the typed messages could answer
     failures: list[str] = field(default_factory=list)  # why it is not ready for a real run; empty = ready
 
     @property
@@ -170,12 +171,14 @@ async def dry_run(target: DryTarget, results_dir: Path, compaction: CompactionCo
     # Its report.md entry goes to the dry folder, never to the real report.md; its pages join the folder's.
     await Runner(config, print_line=lambda _line: None, store_factory=ScratchStore, progress=progress,
                  entries_dir=folder).run_one(plan, None)
-    state = RunStore(folder).load()
+    store = RunStore(folder)
+    state = store.load()
     assert state is not None
-    return DryResult(target, state, folder, _failures(bench, state))
+    said = answerability(bench, state, store.transcript()[: state.transcript_len])
+    return DryResult(target, state, folder, said, _failures(bench, state, said))
 
 
-def _failures(bench: Benchmark, state: RunState) -> list[str]:
+def _failures(bench: Benchmark, state: RunState, said: Answerability) -> list[str]:
     out = []
     if state.status != "finished":
         out.append(f"the run did not finish ({state.status}: {state.error or 'no error recorded'})")
@@ -187,22 +190,10 @@ def _failures(bench: Benchmark, state: RunState) -> list[str]:
     low = [e for e in state.evaluations if e.score < 10]
     if low:
         out.append(f"{len(low)} check(s) scored below 10 against an agent that knows every answer")
-    if untold := _asked_before_told(bench, state):
-        out.append(f"{len(untold)} check(s) asked before the fact they test was told: {', '.join(untold[:20])}"
-                   + (" …" if len(untold) > 20 else "") + " (the oracle knows every answer; a real agent cannot; "
-                   "`mmb validate` lists each check's facts)")
-    return out
-
-
-def _asked_before_told(bench: Benchmark, state: RunState) -> list[str]:
-    """Checks whose facts (stated, or the best inferred one) the persona had not told when it graded them."""
-    links = link_checks(bench)
-    out = []
-    for e in state.evaluations:
-        for link in links[e.check_id].primary:
-            fact = state.facts[link.file].get(link.fact_id) if link.file in state.facts else None
-            if fact is None or fact.told_turn is None or fact.told_turn > e.turn:
-                out.append(f"{e.check_id} ({link.file} {link.fact_id})")
+    if untold := [v.check_id for v in said.unanswerable]:
+        out.append(f"{len(untold)} check(s) cannot be answered from what was typed before them: {', '.join(untold[:20])}"
+                   + (" …" if len(untold) > 20 else "") + " (the oracle knows every answer; a real agent only what it "
+                   "was told; each is listed above with why)")
     return out
 
 
@@ -270,6 +261,10 @@ def summary(result: DryResult, compaction: CompactionConfig, costs: list[Cost] |
         f"  time       {state.active_seconds:.1f} s",
         f"  results    {result.folder}/ (state.json, transcript.jsonl, report.md, report.html)",
     ]
+    if result.answerable is not None:
+        lines.append(f"  told       {result.answerable.summary()}")
+        lines += [f"  untold     {v.check_id} [{v.category.value}]: {'; '.join(v.reasons)}"
+                  for v in result.answerable.unanswerable]
     for e in (e for e in evs if e.score < 10):
         lines.append(f"  below 10   {e.check_id} [{e.category.value}] {e.score:g}/10: {e.comment}; "
                      f"expected {e.expected!r}, agent said {e.answer[:120]!r}")

@@ -294,7 +294,8 @@ class PersonaLoop:
         kept = self.state.messages[cut.index:]
         self.state.messages = []
         self._counted = (0, 0)
-        self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state, cut.in_phase, self.judged)))
+        self._append(PersonaMessage(role="user", content=compaction_note(self.bench, self.state, cut.in_phase, self.judged,
+                                                                         kept=len(kept))))
         self.state.messages += kept
         after = self._context_tokens()
         self.state.persona_compactions.append(PersonaCompaction(
@@ -305,4 +306,5 @@ class PersonaLoop:
         self.save()
 
     def _note_tokens(self, in_phase: bool) -> int:
-        return MESSAGE_OVERHEAD + self.counter.count(compaction_note(self.bench, self.state, in_phase, self.judged))
+        return MESSAGE_OVERHEAD + self.counter.count(compaction_note(self.bench, self.state, in_phase, self.judged,
+                                                                     kept=len(self.state.messages)))

@@ -286,7 +286,8 @@ async def judge_paraphrases(folder: Path, state: RunState, bench: Benchmark, jud
     for c in autopsy.checks:
         check = checks.get(c.evaluation.check_id)
         known = verdicts.get(c.evaluation.check_id)
-        if c.klass != "never stored" or check is None or (known is not None and known.snapshot == c.snapshot.n):
+        if c.klass != "never stored" or c.snapshot is None or check is None or \
+                (known is not None and known.snapshot == c.snapshot.n):
             continue
         text = "\n\n".join(f"## {name}\n{body}" for name, body in store.read_snapshot(c.snapshot).items())
         items, evidence = await judge(check, text[:MAX_JUDGED_CHARS])

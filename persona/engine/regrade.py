@@ -20,8 +20,8 @@ from persona.errors import RunError
 from persona.report.agreement import Agreement, Pair, agreement
 from persona.report.gradings import GradingSet, check_name, load_set, save_new, shown_with
 from persona.report.markdown import append_entry_once
-from persona.report.publish import benchmark_at, read_run, run_autopsy
-from persona.state import Evaluation, RunState
+from persona.report.publish import benchmark_at, entry_parts, read_run
+from persona.state import Evaluation, RunState, StateUnreadable
 
 Echo = Callable[[str], None]
 
@@ -69,12 +69,15 @@ async def regrade_run(folder: Path, judge_cfg: JudgeConfig, name: str, echo: Ech
     if bench is None:
         echo(f"the benchmark {state.benchmark} does not load here: no report.md entry for the new set")
         return gset, state.judge, None
-    path, _ = append_entry_once(folder.parent, bench, shown_with(state, gset), autopsy=run_autopsy(folder, state, bench))
+    path, _ = append_entry_once(folder.parent, bench, shown_with(state, gset), None, *entry_parts(folder, state, bench))
     return gset, state.judge, path
 
 
 async def regrade(folder: Path, judge_cfg: JudgeConfig, name: str, host: str | None, echo: Echo = print) -> GradingSet:
-    state, _ = read_run(folder)
+    try:
+        state, _ = read_run(folder)
+    except StateUnreadable as e:  # a newer mmb's, or not whole: one line, nothing written
+        raise RunError(str(e)) from None
     evaluations = regradable(state)
     if load_set(folder, check_name(name)) is not None:
         raise RunError(f"grading set {name!r} of run {state.run_id} exists; sets are never overwritten: choose another --name")

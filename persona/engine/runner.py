@@ -42,7 +42,7 @@ from persona.report.cost import PriceTable, money
 from persona.report.markdown import append_entry_once, mean
 from persona.report.persona_lines import end_summary
 from persona.report.progress import Progress, QuietProgress
-from persona.report.publish import publish_run, run_autopsy
+from persona.report.publish import entry_parts, publish_run
 from persona.secrets import RedactingFilter, known_secrets, redact, register_secret
 from persona.state import Provenance, RunState, RunStore
 from persona.tokens import TokenCounter
@@ -356,8 +356,8 @@ class Runner:
         """The outputs of the run's last end, each written once: its report.md entry, report.html and the
         leaderboard. A kill before all are written leaves `reported_ends` behind `ends`: the next start
         of the run, or `mmb report`, completes them."""
-        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices,
-                                    run_autopsy(plan.folder, state, plan.bench))
+        parts = await asyncio.to_thread(entry_parts, plan.folder, state, plan.bench)  # reads the transcript
+        path, _ = append_entry_once(self.entries_dir, plan.bench, state, self.prices, *parts)
         crash_point("report.appended")
         pages = await asyncio.to_thread(  # a long transcript takes a moment: keep the other runs going
             publish_run, plan.folder, state, plan.bench, self.config.results_path(),
@@ -407,7 +407,7 @@ class Runner:
         b = self.config.browser
 
         generation = browser.generation
-        observed = Observed(on_event=on_event)  # what the run sees of the page, kept across rebuilt drivers
+        observed = Observed(on_event=lambda text: _finding(state, text, on_event))  # kept across rebuilt drivers
 
         async def build() -> ChatDriver:  # again when a crash took the context down
             nonlocal generation
@@ -481,6 +481,14 @@ def _as_last_saved(store: RunStore, state: RunState) -> RunState:
     saved.log += state.log[len(saved.log):]
     saved.judge_notes += state.judge_notes[len(saved.judge_notes):]
     return saved
+
+
+def _finding(state: RunState, text: str, note: Callable[[str], None]) -> None:
+    """What the run saw of the chat page: in the report's own line (once, a restart too) and the run log."""
+    text = redact(text)[:500]
+    if text not in state.page_findings:
+        state.page_findings.append(text)
+    note(text)
 
 
 def _note(state: RunState, text: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
+from persona.benchmark.dates import DATE_MARK, spoken
 from persona.benchmark.js_sandbox import ScriptError, run_block
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Phase, hide_answers
@@ -43,8 +44,27 @@ def _replace_section(text: str, heading: str, section: str) -> str:
 
 
 def phase_brief(bench: Benchmark, phase: Phase, judged: bool = False) -> str:
-    body = hide_answers(phase.body) if judged else phase.body
-    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{body}\n"
+    body = "\n".join(line for line in phase.body.split("\n") if DATE_MARK not in line).strip()
+    body = hide_answers(body) if judged else body
+    return f"{PHASE_HEADER}{phase.index + 1} of {len(bench.phases)}): {phase.title}\n\n{date_note(bench, phase)}{body}\n"
+
+
+def date_note(bench: Benchmark, phase: Phase) -> str:
+    """The story's date in the brief. To be told: its `📅` line (which the scripted persona reads) and what
+    to do with it; else a reminder of the date in effect, without the mark."""
+    dated = bench.phase_dates()[phase.index]
+    if dated.date is None:
+        return ""
+    said = spoken(dated.date, bench.manifest.language)
+    if not dated.tell:
+        return f"(In the story it is still {said}: the assistant heard the date in this chat already.)\n\n"
+    if dated.own:
+        why = (f"In the story it is now {said}. The assistant has its own clock and does not know the story's "
+               "date: tell it as you start this phase")
+    else:
+        why = (f"In the story it is still {said}. This phase opens a new chat, which never heard the date: tell "
+               "it again as you start")
+    return f"{dated.date.line_text()}\n{why}, the way a person would, with the day, the month and the year, once.\n\n"
 
 
 def fact_file_list(bench: Benchmark, state: RunState) -> str:
@@ -67,11 +87,15 @@ def opening_message(bench: Benchmark, state: RunState, brief: str) -> str:
 
 
 DONE_CHECKS, DONE_CHANGED, DONE_ADDED = "- checks graded: ", "- facts changed: ", "- facts added: "
+KEPT = "- its latest messages, kept below this note: "  # the kept part of a phase cut inside, already done too
 
 
-def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, judged: bool = False) -> str:
+def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, judged: bool = False,
+                    kept: int = 0) -> str:
     """What the persona goes on from after a compaction; cut inside a phase, that phase's brief too
-    (without expected answers when a judge grades), and what was already done in it."""
+    (without expected answers when a judge grades), what was already done in it, and how many of its
+    latest messages (`kept`) follow the note: done too, so that a persona replaying the phase (the
+    scripted one) goes on after them."""
     loaded = ", ".join(f"`{n}`" for n in state.loaded_files) or "none"
     note = (f"(Your context was compacted: older messages were dropped. Here is what you need to go on.)\n\n"
             f"{profile_block(bench, state)}\nFact files you had loaded: {loaded}. Reload any with facts_read; "
@@ -79,7 +103,8 @@ def compaction_note(bench: Benchmark, state: RunState, in_phase: bool = False, j
     if not in_phase:
         return note
     return (f"{note}\n\nThe cut fell inside the current phase. Already done in it (facts_get_untold no longer "
-            f"lists facts you told):\n{_done_in_phase(bench, state)}\n\n{phase_brief(bench, bench.phases[state.phase], judged)}")
+            f"lists facts you told):\n{_done_in_phase(bench, state)}\n{KEPT}{kept}\n\n"
+            f"{phase_brief(bench, bench.phases[state.phase], judged)}")
 
 
 def _done_in_phase(bench: Benchmark, state: RunState) -> str:

@@ -15,18 +15,29 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from persona.benchmark.dates import StoryDate, spoken
 from persona.benchmark.facts import Fact, parse_fact_file
 from persona.benchmark.grading import Verdict, grade, says_unknown
 from persona.benchmark.phases import Category, Check, fact_refs_at, parse_directives
 from persona.engine.model import ModelTurn
 from persona.engine.replies import is_agent_reply, unwrap_reply
-from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, PHASE_HEADER
+from persona.engine.scenario import DONE_ADDED, DONE_CHANGED, DONE_CHECKS, KEPT, PHASE_HEADER
 from persona.state import ToolCall
 
 SEARCH_PROMPTS = {
     "en": "Please search your memory or notes, I'm sure I told you.",
     "ru": "Поищи в памяти, пожалуйста, я точно тебе это рассказывал.",
 }
+
+# How the scripted persona tells the story's date as a phase starts (the brief's `📅` line).
+DATE_SAYINGS = {
+    "en": "Hi! It's {date} here.",
+    "ru": "Привет! У меня сейчас {date}.",
+}
+
+
+def date_message(story: StoryDate, language: str) -> str:
+    return DATE_SAYINGS.get(language, DATE_SAYINGS["en"]).format(date=spoken(story, language))
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,7 @@ class Done:
     checks: frozenset[str] = frozenset()
     changed: frozenset[tuple[str, str]] = frozenset()  # (file, fact id) edited in this phase
     added: frozenset[tuple[str, int]] = frozenset()  # (file, section) that got a fact in this phase
+    kept: int = 0  # messages after the note kept from before the cut: their work is in the lists above
 
 
 def _sentence(text: str) -> str:
@@ -87,9 +99,11 @@ def _tell_file(name: str, only: str | None = None) -> Plan:
 
 
 def phase_plan(brief: str, language: str, done: Done = Done()) -> Plan:
-    """Everything the phase asks, in the order its lines ask it (what `done` lists skipped), then
-    next_phase until it accepts."""
+    """The story's date when the brief says to tell it, then everything the phase asks, in the order its
+    lines ask it (what `done` lists skipped), then next_phase until it accepts."""
     directives, _ = parse_directives(brief, "phase", answers_required=False)
+    if directives["date"] is not None:
+        yield Say(date_message(directives["date"], language))
     steps: list[tuple[int, int, Any]] = [(line_no, 0, ("tell", ref)) for line_no, ref in fact_refs_at(brief)]
     steps += [(m.line, 1, ("mention", m)) for m in directives["mentions"]]
     steps += [(e.line, 1, ("edit", e)) for e in directives["edits"] if (e.file, e.fact_id) not in done.changed]
@@ -188,8 +202,10 @@ def _done(note: str) -> Done:
     def pairs(label: str) -> list[tuple[str, str]]:
         return [(f, i) for f, _, i in (x.partition(" ") for x in listed(label)) if i]
 
+    kept = listed(KEPT)
     return Done(checks=frozenset(listed(DONE_CHECKS)), changed=frozenset(pairs(DONE_CHANGED)),
-                added=frozenset((f, int(i.split(".")[0])) for f, i in pairs(DONE_ADDED)))
+                added=frozenset((f, int(i.split(".")[0])) for f, i in pairs(DONE_ADDED)),
+                kept=int(kept[0]) if kept and kept[0].isdigit() else 0)
 
 
 def _phase_start(messages: list[dict[str, Any]]) -> tuple[int, str, Done]:
@@ -227,11 +243,12 @@ class ScriptedPersona:
         self._ids = itertools.count(1)
 
     def decide(self, messages: list[dict[str, Any]]) -> Move:
-        """Replay the current phase's plan against the turns since its brief; the next move."""
+        """Replay the current phase's plan against the turns since its brief (after a compaction's note,
+        since the messages it kept, whose work the note lists as done); the next move."""
         start, brief, done = _phase_start(messages)
         mover = Mover(phase_plan(brief, self.language, done))
         move = mover.move()
-        i = start + 1
+        i = start + 1 + done.kept
         while i < len(messages):
             if messages[i]["role"] != "assistant":
                 i += 1

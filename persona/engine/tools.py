@@ -8,7 +8,9 @@ grading an answer are refused while no message has reached the agent since the f
 since the last such claim, or (for a grade) since the phase began or the last grade. Tool calls of
 one persona turn count as one moment, so a message and the calls that mark it go together; a grade
 is about the answers the model had read when it wrote the call, so a question sent beside it is left
-to the next grade. That window of exchanges is what the judge reads and the reports quote.
+to the next grade. That window of exchanges is what the judge reads and the reports quote. A phase
+that must tell the story's date (its `📅` line, or a new chat while a date holds) ends only once a
+message typed in it says that day.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from persona.benchmark.dates import dates_in, spoken
 from persona.benchmark.facts import FactFile
 from persona.benchmark.grading import final_score, validate_score
 from persona.benchmark.loader import Benchmark
@@ -148,6 +151,9 @@ class ToolBox:
         if untold:
             listing = "; ".join(f"`{n}`: {', '.join(ids)}" for n, ids in untold.items())
             raise ToolError(f"not yet: untold facts remain in {listing}. Tell them, call facts_mark_told, then next_phase.")
+        if untold_date := self._untold_date():
+            raise ToolError(f"not yet: you have not told the assistant the story's date in this phase ({untold_date}). "
+                            "Say it in a message, with the day, the month and the year, then call next_phase.")
         ungraded = [c.id for c in self.scenario.phase.checks if self.state.evaluation(c.id) is None]
         if ungraded:
             raise ToolError(f"not yet: checks of this phase not graded: {', '.join(ungraded)}. Ask them and call log_evaluation.")
@@ -242,6 +248,17 @@ class ToolBox:
         return judged.grade
 
     # -- what reached the agent ----------------------------------------------------------------------
+
+    def _untold_date(self) -> str | None:
+        """The story's date, said as the brief says it, when this phase must tell it and no message typed in
+        the phase says that day (in any common form, with its year); None when it was told or need not be."""
+        dated = self.bench.phase_dates()[self.state.phase]
+        if not dated.tell or dated.date is None:
+            return None
+        typed = (ex for ex in self.exchanges()[:self.state.transcript_len] if ex.turn > self.state.phase_started_turn)
+        if any(dated.date.day in dates_in(ex.sent) for ex in typed):
+            return None
+        return spoken(dated.date, self.bench.manifest.language)
 
     def _loaded(self, ff: FactFile) -> None:
         self.state.loaded_files.pop(ff.name, None)  # re-inserted last: the note lists files in the order last shown

@@ -8,7 +8,11 @@ Each graded check is judged against the last snapshot taken before its question,
   (a list half given, a right answer only after "search your memory");
 - `stored, not retrieved`: the memory held the answer; the agent's answer missed it (0/10);
 - `stale`: the memory held an older value of the fact, and not the new one;
-- `never stored`: the memory held neither (a right answer then came from the chat's context).
+- `never stored`: the memory held neither (a right answer then came from the chat's context);
+- `retrieved, not used`: a tool card the chat showed between the question and the grade (a memory
+  search and its result, a file read) held an item the agent's answer then missed: the memory worked,
+  the answer did not use it. Read from the transcript's activity, it needs no snapshot and comes
+  before the snapshot's class; a right answer whose tool cards held it is `retrieved` the same way.
 
 "Held" is decided line by line, like the scripted grader: every number of the expected value in
 one line (number words read as digits: "two kids" holds 2), or its words; the line must also share
@@ -16,6 +20,10 @@ a word with the question or the linked facts, so a stray "2" elsewhere does not 
 answer (a sum, a count) is held when every fact it is linked to is. Where this finds nothing, a
 judge model's verdict on the snapshot (memory/judged.json, written at the run's end when a judge
 is configured) may find a paraphrase. `absent` checks are not classified: they have no fact.
+A tool card is matched the same way, line by line (its title and text); thoughts and status lines
+are the agent's own words, not something it retrieved, and are not read. A run without snapshots
+gets an autopsy when its chat showed any tool card: the checks its cards decide are classified, the
+others are listed as not classified.
 """
 
 from __future__ import annotations
@@ -31,26 +39,31 @@ from persona.benchmark.grading import matches, stems
 from persona.benchmark.links import NUMBER_WORDS, CheckLinks
 from persona.benchmark.loader import Benchmark
 from persona.benchmark.phases import Category
+from persona.report.activity import tool_cards, tool_name
 from persona.report.decay import asked_turn, run_links
 from persona.report.snapshots import JudgedMemory, MemoryIndex, MemoryStore, Snapshot
 from persona.state import Evaluation, Exchange, RunState
 
-Class = Literal["retrieved", "stored", "stored, not retrieved", "stale", "never stored"]
-CLASSES: list[Class] = ["retrieved", "stored", "stored, not retrieved", "stale", "never stored"]
-CSS_CLASS = {"retrieved": "s10", "stored": "s5", "stored, not retrieved": "s0", "stale": "s0", "never stored": "s0"}
+Class = Literal["retrieved", "stored", "retrieved, not used", "stored, not retrieved", "stale", "never stored"]
+CLASSES: list[Class] = ["retrieved", "stored", "retrieved, not used", "stored, not retrieved", "stale", "never stored"]
+CSS_CLASS = {"retrieved": "s10", "stored": "s5", "retrieved, not used": "s0", "stored, not retrieved": "s0", "stale": "s0",
+             "never stored": "s0"}
 MAX_DIFF_LINES = 400
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class MemoryLine:
-    file: str
+    file: str  # a snapshot's file; for a tool card the chat showed, the tool's name
     line: int
     text: str
+    turn: int | None = None  # a tool card's turn
 
     @property
     def where(self) -> str:
-        return f"{self.file}:{self.line}"
+        if self.turn is None:
+            return f"{self.file}:{self.line}"
+        return f"turn {self.turn}, {self.file}, " + (f"line {self.line}" if self.line else "its title")
 
 
 @dataclass
@@ -58,7 +71,7 @@ class CheckAutopsy:
     evaluation: Evaluation
     klass: Class
     why: str  # one sentence for the report
-    snapshot: Snapshot
+    snapshot: Snapshot | None  # the last before the question; None: classified from the chat's tool cards alone
     asked_turn: int
     found: list[MemoryLine] = field(default_factory=list)  # lines that hold the answer (or its facts)
     old: list[MemoryLine] = field(default_factory=list)  # lines that hold an older value
@@ -101,7 +114,7 @@ class SnapshotDiff:
 
 @dataclass
 class Autopsy:
-    index: MemoryIndex
+    index: MemoryIndex | None  # None: no memory snapshots, only the chat's tool cards
     checks: list[CheckAutopsy]
     unclassified: list[tuple[Evaluation, str]]  # and why: absent, no snapshot before it
 
@@ -123,35 +136,49 @@ class Autopsy:
 
 def memory_autopsy(folder: Path, state: RunState, exchanges: list[Exchange],
                    bench: Benchmark | None = None) -> Autopsy | None:
-    """The autopsy of a run, or None when it kept no memory snapshots (no agent.memory)."""
+    """The autopsy of a run, or None when it kept no memory snapshots (no agent.memory) and its chat
+    showed no tool card."""
     store = MemoryStore(folder)
     index = store.load()
-    if index is None:
+    if index is None and not any(a.kind == "tool" for ex in exchanges for a in ex.activity):
         return None
-    judged = store.load_judged()
+    judged = store.load_judged() if index is not None else {}
     texts: dict[int, list[MemoryLine]] = {}
     links = run_links(state, bench)
     original = bench.fact_files if bench else {}
     checks, unclassified = [], []
+    by_turn = {ex.turn: ex for ex in exchanges}
     for e in state.evaluations:
         if e.category is Category.absent:
             unclassified.append((e, "absent: it asks about something never told"))
             continue
         asked = asked_turn(e, exchanges)
-        snapshot = next((s for s in reversed(index.snapshots) if s.turn < asked), None)
+        linked = _linked_texts(links[e.check_id], state.facts, original, asked)
+        window = [by_turn[t] for t in range(asked, e.turn + 1) if t in by_turn]  # from the question to the grade
+        if shown := from_tool_cards(e, asked, tool_lines(window, asked, e.turn), linked):
+            checks.append(shown)
+            continue
+        snapshot = next((s for s in reversed(index.snapshots) if s.turn < asked), None) if index else None
         if snapshot is None:
-            unclassified.append((e, "no snapshot of the memory was taken before it was asked"))
+            unclassified.append((e, "no snapshot of the memory was taken before it was asked" if index else
+                                 "no memory snapshot (agent.memory not set), and no tool card of its turns held the answer"))
             continue
         if snapshot.n not in texts:
             texts[snapshot.n] = memory_lines(store.read_snapshot(snapshot))
-        checks.append(classify(e, asked, snapshot, texts[snapshot.n], links[e.check_id], state.facts, original,
-                               judged.get(e.check_id)))
+        checks.append(classify(e, asked, snapshot, texts[snapshot.n], linked, judged.get(e.check_id)))
     return Autopsy(index, checks, unclassified)
 
 
 def memory_lines(files: dict[str, str]) -> list[MemoryLine]:
     return [MemoryLine(name, i, line.strip()) for name, text in sorted(files.items())
             for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def tool_lines(exchanges: list[Exchange], first: int, last: int) -> list[MemoryLine]:
+    """The lines of every tool card the chat showed in turns first..last, each with its tool and turn: its
+    title as line 0, then its text's."""
+    return [MemoryLine(tool_name(card.title), i, line.strip(), turn) for turn, card in tool_cards(exchanges, first, last)
+            for i, line in enumerate([card.title, *card.text.splitlines()]) if line.strip()]
 
 
 def with_digits(text: str) -> str:
@@ -204,31 +231,93 @@ def _linked_texts(links: CheckLinks, live: dict[str, FactFile], original: dict[s
     return out
 
 
-def classify(e: Evaluation, asked: int, snapshot: Snapshot, lines: list[MemoryLine], links: CheckLinks,
-             live: dict[str, FactFile], original: dict[str, FactFile], judged: JudgedMemory | None) -> CheckAutopsy:
-    texts = _linked_texts(links, live, original, asked)
-    anchors = stems(e.question).union(*(stems(t) for t in texts.current + texts.older))
+@dataclass
+class _Held:
+    """What some lines (a memory snapshot, tool cards) hold of a check's answer, by the matcher's rule."""
+
+    items: list[str]
+    found_items: list[list[MemoryLine]]  # per expected item
+    found_facts: list[list[MemoryLine]]  # per linked fact, as it was when asked
+
+    @property
+    def all(self) -> bool:  # every item, or every fact a computed answer comes from
+        return all(self.found_items) or (bool(self.found_facts) and all(self.found_facts))
+
+    @property
+    def some(self) -> bool:
+        return any(self.found_items) or any(self.found_facts)
+
+    @property
+    def found(self) -> list[MemoryLine]:
+        return _unique([line for hits in self.found_items + self.found_facts for line in hits])
+
+    def item(self, item: str) -> bool:
+        at = [i for i, name in enumerate(self.items) if " ".join(name.split()) == " ".join(item.split())]
+        return bool(self.found_items[at[0]]) if at else False
+
+
+def _anchors(e: Evaluation, texts: _LinkedTexts) -> set[str]:
+    return stems(e.question).union(*(stems(t) for t in texts.current + texts.older))
+
+
+def _held(e: Evaluation, lines: list[MemoryLine], texts: _LinkedTexts) -> _Held:
+    anchors = _anchors(e, texts)
     items = [i.strip() for i in e.expected.split(";") if i.strip()]
-    found_items = [holding(item, lines, anchors, answer=True) for item in items]
-    found_facts = [holding(text, lines, anchors) for text in texts.current if text != DELETED]
-    held_all = all(found_items) or (bool(found_facts) and all(found_facts))
-    held_some = any(found_items) or any(found_facts)
-    found = _unique([line for hits in found_items + found_facts for line in hits])
+    return _Held(items, [holding(item, lines, anchors, answer=True) for item in items],
+                 [holding(text, lines, anchors) for text in texts.current if text != DELETED])
+
+
+def missed_items(e: Evaluation) -> list[str]:
+    """The expected items the agent's answer did not give: as the grader marked them; without marks (a
+    persona's grade), every item of a 0, none otherwise (which of a partial answer's is not known)."""
+    if e.items:
+        return [m.item for m in e.items if not m.correct]
+    return [i.strip() for i in e.expected.split(";") if i.strip()] if e.score == 0 else []
+
+
+def from_tool_cards(e: Evaluation, asked: int, lines: list[MemoryLine], texts: _LinkedTexts) -> CheckAutopsy | None:
+    """The class the chat's own tool cards show between the question and the grade, if they show one:
+    `retrieved, not used` when they held an item the answer missed, `retrieved` when they held the whole
+    answer and the agent gave it; None when they decide nothing (no card, or none held the answer)."""
+    if not lines:
+        return None
+    held = _held(e, lines, texts)
+    if not held.some:
+        return None
+    result = CheckAutopsy(e, "retrieved", "", None, asked, held.found, [], texts.history)
+    first = f"{held.found[0].where}: {_short(held.found[0].text)!r}"
+    unused = [item for item in missed_items(e) if held.item(item) or held.all]
+    if unused:
+        which = "" if len(unused) == len(held.items) else f" ({'; '.join(unused)} of {e.expected})"
+        result.klass = "retrieved, not used"
+        result.why = f"a tool card the chat showed held it{which} ({first}), but the agent answered {_short(e.answer)!r}"
+        return result
+    if e.score == 10 and held.all:
+        result.why = f"a tool card the chat showed held it ({first}) and the agent gave it"
+        return result
+    return None
+
+
+def classify(e: Evaluation, asked: int, snapshot: Snapshot, lines: list[MemoryLine], texts: _LinkedTexts,
+             judged: JudgedMemory | None) -> CheckAutopsy:
+    held = _held(e, lines, texts)
+    items, found_items, held_all, held_some, found = held.items, held.found_items, held.all, held.some, held.found
+    anchors = _anchors(e, texts)
     old = [line for text in texts.older for line in holding(text, lines, anchors) if line not in found]
     result = CheckAutopsy(e, "never stored", "", snapshot, asked, found, _unique(old), texts.history)
     judged = judged if judged is not None and judged.snapshot == snapshot.n else None
     if not held_some and judged is not None and any(judged.items):  # a paraphrase the matcher cannot see
         held_all, held_some, result.by_judge = all(judged.items), True, judged.judge
         result.found = [MemoryLine("(judge)", 0, judged.evidence)] if judged.evidence else []
-    result.klass, result.why = _verdict(e, held_all, held_some, bool(result.old), items, found_items, result)
+    result.klass, result.why = _verdict(e, snapshot, held_all, held_some, bool(result.old), items, found_items, result)
     if judged is not None and judged.partial:
         result.why += f" (the judge {judged.judge} read only the beginning of this memory)"
     return result
 
 
-def _verdict(e: Evaluation, held_all: bool, held_some: bool, old: bool, items: list[str],
+def _verdict(e: Evaluation, snapshot: Snapshot, held_all: bool, held_some: bool, old: bool, items: list[str],
              found_items: list[list[MemoryLine]], r: CheckAutopsy) -> tuple[Class, str]:
-    where = f"the memory {r.snapshot.label}"
+    where = f"the memory {snapshot.label}"
     line = f" ({r.found[0].where}: {_short(r.found[0].text)!r})" if r.found else ""
     if held_all or (held_some and not old):
         part = "" if held_all else " (only " + "; ".join(i for i, hits in zip(items, found_items, strict=True)
@@ -243,7 +332,7 @@ def _verdict(e: Evaluation, held_all: bool, held_some: bool, old: bool, items: l
         return "stale", (f"{where} held an older value ({r.old[0].where}: {_short(r.old[0].text)!r}), "
                          f"not {e.expected!r}")
     tail = "; the right answer came from the chat's context" if e.score == 10 else ""
-    return "never stored", f"{where} ({r.snapshot.lines} lines) held no line with {e.expected!r}{tail}"
+    return "never stored", f"{where} ({snapshot.lines} lines) held no line with {e.expected!r}{tail}"
 
 
 def _event(ev: FactEvent, asked: int) -> str:

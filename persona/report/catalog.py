@@ -16,7 +16,7 @@ from persona.report.cost import Cost, PriceTable, money
 from persona.report.gradings import ORIGINAL, load_set, shown_with
 from persona.report.markdown import duration
 from persona.report.scores import Group, by_category, mean
-from persona.state import STATE_FILE, RunState, read_state, run_is_live
+from persona.state import STATE_FILE, RunState, read_state, run_is_live, written_by_newer
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def read_states(results_dir: Path) -> list[tuple[RunState, Path]]:
         try:
             found.append((read_state(path.parent), path.parent))
         except (ValueError, OSError) as e:  # a run being written right now is saved atomically; this is a broken one
-            log.warning("skipping %s (%s)", path, str(e).splitlines()[0])
+            log.warning("skipping run %s: %s", path.parent.name, str(e).splitlines()[0])
     return found
 
 
@@ -118,6 +118,13 @@ def scan(results_dir: Path, planned: dict[str, int] | None = None, prices: Price
 def run_folders(results_dir: Path) -> dict[str, Path]:
     """Run id -> folder, for every folder of results_dir that holds a state."""
     return {p.parent.name: p.parent for p in sorted(results_dir.glob(f"*/{STATE_FILE}"))}
+
+
+def newer_runs(results_dir: Path, only: list[str] | None = None) -> list[str]:
+    """Why this mmb must not write pages or rows from results_dir: a line for each run (of `only`) whose state a
+    newer mmb wrote. Read, it would be half a run; skipped, the pages would lose it."""
+    return [why for run_id, folder in run_folders(results_dir).items()
+            if (not only or run_id in only) and (why := written_by_newer(folder))]
 
 
 def unknown_runs(results_dir: Path, wanted: list[str]) -> str | None:

@@ -6,7 +6,8 @@ a new field does not. Rows come in run folder order, then grading order.
 
 The agent's reply is its own text, as the chat showed it: every bubble from the turn that asked the
 question to the turn that was graded (a memory-search retry included), never the persona's summary
-of it, which is `persona_summary`.
+of it, which is `persona_summary`, and never the work the chat showed beside it (tool cards,
+thoughts, status lines), which is only counted (`tool_cards`, `thoughts`, `status_lines`).
 
 CSV is for spreadsheets, which run a cell that starts with `=`, `+`, `-` or `@` as a formula. A text
 cell that starts with one of those (or with `'`, tab or carriage return) is written with a `'` in
@@ -26,6 +27,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, ValidationError
 
+from persona.report.activity import ActivityCounts
 from persona.report.catalog import run_folders
 from persona.report.decay import CheckAge, check_ages
 from persona.report.publish import read_run
@@ -69,6 +71,10 @@ class ExportRow(BaseModel):
     fact_basis: Literal["told", "changed"] | None = Field(description="Whether fact_turn is when it was told or changed")
     asked_turn: int = Field(description="The turn whose message asked the question")
     graded_turn: int = Field(description="The turn after whose reply the check was graded")
+    tool_cards: int = Field(0, description="Tool cards (calls, results) the chat showed beside the agent's replies "
+                            "from the asking turn to the graded one; never part of agent_reply (added in version 1)")
+    thoughts: int = Field(0, description="Thoughts (reasoning) the chat showed in those turns (added in version 1)")
+    status_lines: int = Field(0, description="Status lines the chat showed in those turns (added in version 1)")
 
 
 def export_schema() -> dict:
@@ -89,6 +95,7 @@ def _row(state: RunState, e: Evaluation, exchanges: list[Exchange], age: CheckAg
     asked = age.asked_turn if age else e.turn
     dated = age is not None and age.turns is not None
     fact = age.fact if age else None
+    work = ActivityCounts.of(exchanges, asked, e.turn)
     return ExportRow(
         run_id=state.run_id, run_status=state.status, agent=state.driver, persona=state.persona_model,
         benchmark=Path(state.benchmark).name, benchmark_title=state.benchmark_title, check_id=e.check_id,
@@ -98,7 +105,8 @@ def _row(state: RunState, e: Evaluation, exchanges: list[Exchange], age: CheckAg
         grader_comment=e.comment, retry=e.second_attempt,
         session=e.session, fact=f"{fact.file} {fact.fact_id}" if fact else None,
         fact_turn=asked - age.turns if dated else None, fact_basis=age.basis if dated else None,
-        asked_turn=asked, graded_turn=e.turn)
+        asked_turn=asked, graded_turn=e.turn, tool_cards=work.tool_cards, thoughts=work.thoughts,
+        status_lines=work.status)
 
 
 def _csv_cell(value: object) -> tuple[str, bool]:
@@ -185,7 +193,7 @@ def rows_of_results(results_dir: Path, run_ids: list[str] | None, counter: Token
         try:
             state, exchanges = read_run(folder)
         except ValueError as e:
-            log.warning("skipping %s: %s", folder, str(e).splitlines()[0])
+            log.warning("skipping run %s: %s", run_id, str(e).splitlines()[0])
             continue
         rows += rows_of_run(state, exchanges, counter)
     return rows

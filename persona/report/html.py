@@ -15,12 +15,14 @@ from typing import Any
 
 from drivers.files import atomic_write
 from persona.benchmark.loader import Benchmark
+from persona.report.activity import ActivityCounts, ShownWork, turn_summary
 from persona.report.autopsy import CLASSES, CSS_CLASS, diffs, growth, memory_autopsy
 from persona.report.catalog import INDEX_FILE, LEADERBOARD_PAGE, RUN_PAGE
 from persona.report.charts import Point, Scatter, scatter
 from persona.report.cost import PriceTable
 from persona.report.decay import check_ages
 from persona.report.markdown import (
+    activity_line,
     duration,
     grading_line,
     phase_title,
@@ -48,6 +50,15 @@ class TranscriptRow:
     graded: list[Evaluation]  # checks graded after this turn's reply
     notices: list[str]  # compaction notices the agent's UI showed
 
+    @property
+    def work(self) -> list[ShownWork]:
+        """The turn's activity (tool cards, thoughts, status lines), shown collapsed beside the answer."""
+        return [ShownWork.of(a) for a in self.ex.activity]
+
+    @property
+    def work_summary(self) -> str:
+        return turn_summary(self.ex.activity)
+
 
 class RunReport:
     """Everything the page shows, gathered once; templates/run.html lays it out."""
@@ -74,6 +85,7 @@ class RunReport:
         self.provenance = provenance_summary(state)
         self.provenance_changes = provenance_changes(state)
         self.typed = typed_into_chat(state)
+        self.activity = activity_line(ActivityCounts.of(exchanges))
         self.log_count, self.log_shown = run_log(state)
         self.categories = list(by_category(evs).values())
         self.source_categories = by_source_category(evs)
@@ -87,8 +99,9 @@ class RunReport:
         self.decay_rows = [(e, self.ages.get(e.check_id)) for e in evs]
         self.decay_plots = self._decay_plots()
         self.autopsy = memory_autopsy(folder, state, exchanges, bench)
-        self.memory_growth = growth(self.autopsy.index) if self.autopsy else []
-        self.memory_diffs = diffs(MemoryStore(folder), self.autopsy.index) if self.autopsy else []
+        index = self.autopsy.index if self.autopsy else None
+        self.memory_growth = growth(index) if index else []
+        self.memory_diffs = diffs(MemoryStore(folder), index) if index else []
         self.top_memory = max((g.last.lines for g in self.memory_growth), default=0)
 
     def phase_name(self, phase: int) -> str:

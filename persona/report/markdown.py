@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from persona.benchmark.loader import Benchmark
+from persona.report.activity import ActivityCounts
 from persona.report.agreement import persona_vs_judge
 from persona.report.autopsy import CLASSES, Autopsy
 from persona.report.cost import PriceTable
 from persona.report.persona_lines import compaction_lines, quirks_line, usage_line, usage_text
 from persona.report.scores import by_category, by_source_category, distribution, mean, phase_costs
+from persona.report.snapshots import MemoryIndex
 from persona.state import ASKED_AGAIN, QUIRK, TEXT_VERDICT, Evaluation, QuotedTurn, RunState
 
 __all__ = ["REPORT_FILE", "REPORT_HEADER", "append_entry_once", "duration", "mean", "render_entry", "typed_into_chat"]
@@ -247,15 +249,37 @@ def inert(text: str, limit: int = 200) -> str:
     return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
 
 
-def _memory_autopsy(autopsy: Autopsy) -> list[str]:
-    index = autopsy.index
+TOOLS_SHOWN = 20  # tools named in an entry's activity line, most used first; the rest counted
+
+
+def activity_line(counts: ActivityCounts, quote: Callable[[str], str] = str) -> str:
+    """The agent's work beside its answers, counted: turns with work, tools by name, thoughts, status lines
+    (tool names come from the chat's titles: `quote` makes them inert where the format needs it)."""
+    if not counts.any:
+        return f"none shown in {counts.turns} turn(s) (no tool card, thought or status line recorded)"
+    line = f"{counts.turns_with_work} of {counts.turns} turn(s) showed work"
+    if counts.tools:
+        shown = counts.by_tool()[:TOOLS_SHOWN]
+        line += f"; tool use in {counts.turns_with_tools} turn(s), {counts.tool_cards} tool card(s): " \
+            + ", ".join(f"{quote(name)} ×{n}" for name, n in shown)
+        if len(counts.tools) > len(shown):
+            line += f" and {len(counts.tools) - len(shown)} more tool(s)"
+    return line + f"; {counts.thoughts} thought(s); {counts.status} status line(s)"
+
+
+def _memory_read(index: MemoryIndex | None) -> list[str]:
+    if index is None:
+        return ["- **Memory read:** none (no `agent.memory`): classified from the tool cards the chat showed alone"]
     last = index.snapshots[-1] if index.snapshots else None
     size = f"last {last.label}: {last.lines} lines in {len(last.files)} file(s)" if last else "none taken"
-    lines = ["", "### Memory autopsy", "",
-             f"- **Memory read:** {inert(index.source)} (every {index.every}); {len(index.snapshots)} snapshot(s) in "
-             f"memory/, {size}",
-             f"- **Problems reading it:** {index.problem_count}" + "".join(
-                 f"; {inert(p.message)} (×{p.count}, turns {p.first_turn}–{p.last_turn})" for p in index.problems[:10])]
+    return [f"- **Memory read:** {inert(index.source)} (every {index.every}); {len(index.snapshots)} snapshot(s) in "
+            f"memory/, {size}",
+            f"- **Problems reading it:** {index.problem_count}" + "".join(
+                f"; {inert(p.message)} (×{p.count}, turns {p.first_turn}–{p.last_turn})" for p in index.problems[:10])]
+
+
+def _memory_autopsy(autopsy: Autopsy) -> list[str]:
+    lines = ["", "### Memory autopsy", "", *_memory_read(autopsy.index)]
     if autopsy.unclassified:
         lines.append("- **Not classified:** " + "; ".join(f"{e.check_id} ({why})" for e, why in autopsy.unclassified))
     if autopsy.checks:
@@ -273,7 +297,7 @@ def _memory_autopsy(autopsy: Autopsy) -> list[str]:
 
 
 def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = None,
-                 autopsy: Autopsy | None = None) -> str:
+                 autopsy: Autopsy | None = None, activity: ActivityCounts | None = None) -> str:
     evs = state.evaluations
     avg = mean(evs)
     status = state.status + (f": {quote_inline(state.error)}" if state.error else "")
@@ -295,8 +319,12 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
         f"- **Typed into the chat:** {typed_into_chat(state, quote_inline)}",
         f"- **Agent sessions:** {_sessions(state)}",
         f"- **Agent compactions observed:** {_agent_compactions(state)}",
+        *([f"- **Agent activity** (shown beside its answers, never graded): {activity_line(activity, quote_inline)}"]
+          if activity is not None else []),
         *([f"- **Agent text repaired:** {state.repaired_chars} character(s) of its replies replaced by U+FFFD "
             "(lone UTF-16 surrogates, NUL and other control characters cannot be stored)"] if state.repaired_chars else []),
+        *(["- **The chat page, as the run saw it:**" + "".join(f"\n  - {quote_inline(f)}" for f in state.page_findings)]
+          if state.page_findings else []),
         *([f"- **Browser relaunched:** {state.browser_relaunches} time(s): it died under the run, which started it "
            "again, reopened its chat and went on (the run log says when)"] if state.browser_relaunches else []),
         f"- **Persona:** {usage_line(state)}",
@@ -326,7 +354,7 @@ def render_entry(bench: Benchmark, state: RunState, prices: PriceTable | None = 
 
 
 def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState, prices: PriceTable | None = None,
-                      autopsy: Autopsy | None = None) -> tuple[Path, bool]:
+                      autopsy: Autopsy | None = None, activity: ActivityCounts | None = None) -> tuple[Path, bool]:
     """The entry of the run's last end, appended unless report.md has it already; True when appended.
     Under an exclusive lock: parallel runs finishing together don't interleave."""
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -338,7 +366,7 @@ def append_entry_once(results_dir: Path, bench: Benchmark, state: RunState, pric
             return path, False
         if f.tell() == 0:
             f.write(REPORT_HEADER)
-        f.write("\n" + render_entry(bench, state, prices, autopsy))
+        f.write("\n" + render_entry(bench, state, prices, autopsy, activity))
         f.flush()
         os.fsync(f.fileno())
     return path, True

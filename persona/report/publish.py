@@ -15,6 +15,7 @@ from pathlib import Path
 
 from persona.benchmark.loader import Benchmark, load_benchmark
 from persona.errors import InputError, RunError
+from persona.report.activity import ActivityCounts
 from persona.report.autopsy import Autopsy, memory_autopsy
 from persona.report.catalog import scan
 from persona.report.cost import PriceTable
@@ -23,15 +24,15 @@ from persona.report.html import write_run_report
 from persona.report.index import write_index
 from persona.report.leaderboard import write_leaderboard
 from persona.report.markdown import append_entry_once
-from persona.report.snapshots import MemoryStore
-from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore, read_state
+from persona.state import STATE_FILE, TRANSCRIPT_FILE, Exchange, RunState, RunStore, read_state, transcript_shortfall
 from persona.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
 
 def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
-    """The state and the transcript lines it knows of, read only."""
+    """The state and the transcript lines it knows of, read only. A transcript shorter than the state counts
+    is said (its pages show what there is)."""
     state = read_state(folder)
     exchanges = []
     path = folder / TRANSCRIPT_FILE
@@ -41,18 +42,27 @@ def read_run(folder: Path) -> tuple[RunState, list[Exchange]]:
                 if len(exchanges) >= state.transcript_len or not line.endswith("\n"):
                     break
                 exchanges.append(Exchange.model_validate_json(line))
+    if len(exchanges) < state.transcript_len:
+        log.warning("run %s: %s: turns are missing from its transcript", folder.name,
+                    transcript_shortfall(path, state.transcript_len))
     return state, exchanges
 
 
-def run_autopsy(folder: Path, state: RunState, bench: Benchmark | None) -> Autopsy | None:
-    """The memory autopsy for report.md; a failure is logged, never raised: the run's outcome stands."""
-    if not MemoryStore(folder).index_path.is_file():
-        return None  # a black-box run: nothing to read the transcript for
+def entry_parts(folder: Path, state: RunState, bench: Benchmark | None) -> tuple[Autopsy | None, ActivityCounts | None]:
+    """What report.md's entry reads from the transcript: the memory autopsy (from memory snapshots, or the
+    tool results the chat showed) and the agent's activity counted. A failure is logged, never raised:
+    the run's outcome stands."""
     try:
-        return memory_autopsy(folder, state, read_run(folder)[1], bench)
+        exchanges = read_run(folder)[1]
+    except Exception as e:
+        log.warning("the transcript of %s could not be read for its report.md entry: %s", folder, e)
+        return None, None
+    try:
+        autopsy = memory_autopsy(folder, state, exchanges, bench)
     except Exception as e:
         log.warning("the memory autopsy of %s failed: %s", folder, e)
-        return None
+        autopsy = None
+    return autopsy, ActivityCounts.of(exchanges)
 
 
 def write_overview(results_dir: Path, planned: dict[str, int] | None = None, prices: PriceTable | None = None,
@@ -104,7 +114,7 @@ def complete_entries(results_dir: Path, benches: dict[str, Benchmark], only: lis
                 log.warning("%s: its benchmark %s does not load, so its report.md entry cannot be written",
                             state.run_id, state.benchmark)
                 continue
-            append_entry_once(results_dir, bench, state, prices, run_autopsy(path.parent, state, bench))
+            append_entry_once(results_dir, bench, state, prices, *entry_parts(path.parent, state, bench))
             state.reported_ends = state.ends  # report.html and the leaderboard: rebuild() writes them next
             store.save(state)
             done.append(path.parent)
@@ -130,7 +140,7 @@ def rebuild(results_dir: Path, benches: dict[str, Benchmark], only: list[str] | 
         try:
             state, exchanges = read_run(path.parent)
         except ValueError as e:
-            log.warning("skipping %s: %s", path, str(e).splitlines()[0])
+            log.warning("skipping run %s: %s", run_id, str(e).splitlines()[0])
             continue
         bench = benches.get(run_id) or benchmark_at(state.benchmark)
         state = shown_with(state, load_set(path.parent, grading) if grading else None)

@@ -26,7 +26,8 @@ bubble gets `data-done="1"` (done="attr") or a `.done-mark` element right after 
 With `shadow="open"` all of it lives in the open shadow root of `<chat-app>` (declarative, parsed
 with the page); with `shadow="nested"` the message list is in the shadow root of a `<chat-log>` and the
 composer in that of a `<chat-composer>`, both inside `<chat-app>`'s (attached by script). The same
-selectors fit every mode, as none crosses a shadow boundary.
+selectors fit every mode, as none crosses a shadow boundary. With `parts_in_roots` each bubble is a
+host whose parts (`.name`, `.text`, a `.time`) are hosts too, their words in their own roots (Panel).
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ class LabScenario(BaseModel):
     # Sides told apart only by who wrote them (every bubble the same `.msg`): a name in each bubble ("User", the
     # agent's "Memo"), the name only on the first bubble of a group (messengers), or an avatar whose alt names it.
     authors: Literal["none", "name", "name-once", "avatar"] = "none"
+    parts_in_roots: bool = False  # each bubble is a host whose parts (name, text, a "12:00" time) are hosts of open
+    # shadow roots of their own, their words inside (Bokeh's components in Panel): no word in a bubble's innerText
     stop_class_counter: bool = False  # the stop button's class carries a counter that changes with each page load
     # (stopButton-<n>), as CSS-in-JS builds name classes
 
@@ -181,6 +184,7 @@ class ChatLab:
             "error": "#log .bubble.error",
             "new_chat": "#new-chat",
             **({"tool": ".work.tool", "thought": ".work.thought", "status": ".work.status"} if s.work else {}),
+            **({"strip": ".time"} if s.parts_in_roots else {}),
             **overrides.pop("selectors", {}),
         }
         if s.authors != "none":
@@ -396,7 +400,14 @@ _HTML = r"""<!doctype html>
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
   function setText(el, text) {
-    (el.querySelector(".text") || el).textContent = text;
+    const part = (el.shadowRoot || el).querySelector(".text");
+    ((part && part.shadowRoot ? part.shadowRoot.firstChild : part) || el).textContent = text;
+  }
+  // With parts_in_roots, Bokeh's way (Panel): a part of a bubble is a host whose words are in its own root.
+  function rooted(className, child) {
+    const host = Object.assign(document.createElement("div"), {className});
+    host.attachShadow({mode: "open"}).append(child);
+    return host;
   }
   // A piece of the agent's work: a titled block (a toggle, as real UIs make them) with its body.
   function buildWork(x) {
@@ -406,7 +417,11 @@ _HTML = r"""<!doctype html>
     head.type = "button";
     head.className = "work-title";
     head.setAttribute("aria-expanded", "true");
-    head.textContent = x.title;
+    // Icons as real UIs draw them in a toggle: an icon font's ligature, an svg spinner with its own style.
+    const glyph = Object.assign(document.createElement("span"), {className: "material-symbols-outlined",
+                                                                 textContent: x.running ? "progress_activity" : "check"});
+    head.innerHTML = '<svg width="8" height="8"><style>.s { fill: #888 }</style><circle class="s" cx="4" cy="4" r="3"/></svg>';
+    head.append(glyph, x.title);
     el.append(head);
     if (x.running) el.append(Object.assign(document.createElement("span"), {className: "spinner", textContent: "⏳"}));
     if (x.body) el.append(Object.assign(document.createElement("div"), {className: "work-body", textContent: x.body}));
@@ -420,6 +435,7 @@ _HTML = r"""<!doctype html>
     if (cfg.authors === "name-once" && prev && prev.role === m.role) return null;
     if (cfg.authors === "avatar") return Object.assign(document.createElement("img"), {className: "avatar", alt: name,
       src: "data:image/svg+xml," + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"/>')});
+    if (cfg.parts_in_roots) return rooted("name", Object.assign(document.createElement("div"), {textContent: name}));
     return Object.assign(document.createElement("span"), {className: "name", textContent: name});
   }
   function build(m) {
@@ -427,11 +443,14 @@ _HTML = r"""<!doctype html>
     const el = document.createElement("div");
     const named = cfg.authors !== "none" && m.role !== "error";
     el.className = "bubble " + (named ? "msg" : m.role) + (m.welcome ? " welcome" : "");
-    if (named) { const who = authorOf(m); if (who) el.append(who, document.createElement("br")); }
-    if (m.work) for (const x of m.work) el.append(buildWork(x));
-    if (cfg.text_span || m.work || named) el.append(Object.assign(document.createElement("span"), {className: "text"}));
+    const box = cfg.parts_in_roots ? el.attachShadow({mode: "open"}) : el;
+    if (named) { const who = authorOf(m); if (who) box.append(who, document.createElement("br")); }
+    if (m.work) for (const x of m.work) box.append(buildWork(x));
+    if (cfg.parts_in_roots) box.append(rooted("text", document.createElement("div")), rooted("time", Object.assign(
+      document.createElement("div"), {textContent: "12:00"})));
+    else if (cfg.text_span || m.work || named) box.append(Object.assign(document.createElement("span"), {className: "text"}));
     setText(el, m.text);
-    if (m.workAfter) for (const x of m.workAfter) el.append(buildWork(x));
+    if (m.workAfter) for (const x of m.workAfter) box.append(buildWork(x));
     const marked = m.done && m.role === "bot";  // (with authors too: the markers stay the agent's)
     if (marked && cfg.done === "attr") el.dataset.done = "1";
     const frag = document.createDocumentFragment();

@@ -6,6 +6,7 @@ is reused until this table changes, and a new release cannot break CI unnoticed.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tests.support.frontends import Frontend, Launch
@@ -44,6 +45,19 @@ STREAMLIT = Frontend(
     ready_path="/_stcore/health",
 )
 
+PANEL = Frontend(
+    name="panel",
+    requirements=("panel==1.9.4", OPENAI),
+    app="panel_app.py",
+    command=lambda bin, launch: [str(bin / "panel"), "serve", "app.py", "--address", "127.0.0.1",
+                                 "--port", str(launch.port), "--allow-websocket-origin", f"127.0.0.1:{launch.port}"],
+    path="/app",
+    ready_path="/app",
+    # every bubble is the same `.chat-message`, its words in nested shadow roots: only the author's name
+    # tells the sides apart, which discovery does not look for
+    discovery_gap=r"NOT FOUND: no selector matches the reply's bubble and not the other's",
+)
+
 
 def _openwebui_env(launch: Launch) -> dict[str, str]:
     """Everything Open WebUI needs to start with no network, no login and no side generations."""
@@ -74,4 +88,30 @@ OPENWEBUI = Frontend(
     ready_timeout_s=300,
 )
 
-FRONTENDS = [GRADIO, CHAINLIT, STREAMLIT, OPENWEBUI]
+FRONTENDS = [GRADIO, CHAINLIT, STREAMLIT, OPENWEBUI, PANEL]
+
+# Chat UIs with no ready profile: what `mmb discover` finds on them must play the benchmark.
+NICEGUI = Frontend(
+    name="nicegui",
+    requirements=("nicegui==3.18.0", OPENAI),
+    app="nicegui_app.py",
+    command=_python_app,
+    env=lambda launch: {"PORT": str(launch.port)},
+)
+
+SHINY = Frontend(
+    name="shiny",
+    requirements=("shiny==1.8.0", "shinychat==0.7.2", OPENAI),
+    app="shiny_app.py",
+    command=lambda bin, launch: [str(bin / "shiny"), "run", "app.py", "--host", "127.0.0.1", "--port", str(launch.port)],
+)
+
+DISCOVERED_ONLY = [NICEGUI, SHINY]
+
+
+def as_agent(frontend: Frontend, tool_pause_s: float) -> Frontend:
+    """The frontend's app in agent mode (apps/agent_loop.py): reasoning and a memory search shown before
+    each answer, the search taking `tool_pause_s`. Same venv, same driver profile."""
+    base = frontend.env
+    return dataclasses.replace(frontend, env=lambda launch: {**base(launch), "MMB_AGENT": "1",
+                                                             "MMB_TOOL_PAUSE_S": str(tool_pause_s)})

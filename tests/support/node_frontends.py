@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from tests.support.frontends import Frontend, Launch, Running, _tail, frontends_
 
 NODE = ("node@24.21.0",)  # OpenClaw 2026.9.6 requires >=24.16 <25 (or >=26.1); the npm `node` package ships it
 OPENCLAW = ("openclaw@2026.9.6",)
+MATRIX_PLUGIN = "npm:@openclaw/matrix@2026.9.6"  # OpenClaw's Matrix channel: a plugin of the same release
 MODEL_PROVIDER = "mmb"
 
 
@@ -74,6 +76,34 @@ def npm_install(name: str, packages: tuple[str, ...], *, path_first: Path | None
         return NpmInstalled(home, seconds, versions)
 
 
+def esbuild_bundle(installed: NpmInstalled, entry: Path, out_name: str, args: tuple[str, ...], *,
+                   timeout_s: float = 900) -> tuple[Path, float]:
+    """`entry` bundled into one script by the esbuild installed in `installed`, as a site's build does:
+    <home>/dist/<out_name> and the seconds it took (0 when reused: same packages, entry and args)."""
+    home = installed.home
+    source = entry.read_bytes()
+    wanted = {"packages": installed.versions, "entry": hashlib.sha256(source).hexdigest(),
+              "args": list(args)}
+    out = home / "dist" / out_name
+    with open(home / ".bundle.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = home / "bundled.json"
+        if stamp.exists() and json.loads(stamp.read_text()).get("wanted") == wanted and out.exists():
+            return out, 0.0
+        started = time.monotonic()
+        copy = f"entry{entry.suffix}"
+        (home / copy).write_bytes(source)  # beside node_modules, where esbuild resolves imports from
+        log = home / "bundle.log"
+        with open(log, "w") as sink:
+            done = subprocess.run([str(installed.bin / "esbuild"), copy, "--bundle", *args, f"--outfile={out}",
+                                   "--log-level=warning"], stdout=sink, stderr=subprocess.STDOUT, timeout=timeout_s,
+                                  cwd=home)
+        if done.returncode != 0:
+            raise RuntimeError(f"esbuild failed on {entry.name}; see {log}:\n{_tail(log)}")
+        stamp.write_text(json.dumps({"wanted": wanted}))
+        return out, time.monotonic() - started
+
+
 @dataclass
 class OpenClawInstall:
     node: NpmInstalled
@@ -93,11 +123,65 @@ def install_openclaw() -> OpenClawInstall:
     return OpenClawInstall(node, npm_install("openclaw", OPENCLAW, path_first=node.bin))
 
 
-def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MatrixChannel:
+    """OpenClaw's Matrix channel: the bot's account on a homeserver, who may DM it, which rooms it joins."""
+
+    homeserver: str
+    user_id: str
+    access_token: str  # given to the gateway in its environment, never written into its config
+    device_id: str  # the token's device: the channel's Rust crypto needs it to set up E2EE
+    allow_from: tuple[str, ...]
+    rooms: tuple[str, ...]  # the invites it accepts
+    encryption: bool
+    chunk_chars: int = 4000  # an answer longer than this goes out as several messages (OpenClaw's textChunkLimit)
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "plugins": {"entries": {"matrix": {"enabled": True}}},
+            "channels": {"matrix": {
+                "enabled": True, "homeserver": self.homeserver, "userId": self.user_id, "deviceId": self.device_id,
+                "network": {"dangerouslyAllowPrivateNetwork": True},  # the homeserver is on 127.0.0.1
+                "encryption": self.encryption, "startupVerification": "off",
+                # per-room: each DM its own session (shared, OpenClaw notices so in a second DM first)
+                "dm": {"policy": "allowlist", "allowFrom": list(self.allow_from), "threadReplies": "off",
+                       "sessionScope": "per-room"},
+                "autoJoin": "allowlist", "autoJoinAllowlist": list(self.rooms),
+                "textChunkLimit": self.chunk_chars,
+            }},
+        }
+
+
+def install_matrix_plugin(installed: OpenClawInstall, home: Path, timeout_s: float = 900) -> float:
+    """`openclaw plugins install` of the Matrix plugin into the gateway's home; its seconds.
+
+    Only a plugin installed this way, from its npm package, is trusted with the gateway's keyed
+    store, which the channel needs (loaded from a path, it exits at once). npm runs with
+    ignore-scripts: the plugin's native crypto binding (@matrix-org/matrix-sdk-crypto-nodejs)
+    downloads itself from a GitHub release on install, which cannot work here; the plugin needs it
+    only to encrypt media, while messages use matrix-js-sdk's Rust crypto in WebAssembly, an npm
+    package like any other.
+    """
+    started = time.monotonic()
+    env = {**os.environ, "PATH": f"{installed.node.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+           "OPENCLAW_HOME": str(home), "OPENCLAW_NO_AUTO_UPDATE": "1", "npm_config_ignore_scripts": "true"}
+    log = home / "plugin-install.log"
+    with open(log, "w") as out:
+        done = subprocess.run([str(installed.openclaw.bin / "openclaw"), "plugins", "install", MATRIX_PLUGIN, "--pin",
+                               "--accept-capabilities"], stdout=out, stderr=subprocess.STDOUT, env=env,
+                              timeout=timeout_s, cwd=home, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise RuntimeError(f"openclaw plugins install {MATRIX_PLUGIN} failed; see {log}:\n{_tail(log)}")
+    return time.monotonic() - started
+
+
+def gateway_config(workdir: Path, model_url: str, model: str, *, context_window: int = 128000,
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """What `openclaw onboard --non-interactive --auth-choice custom-api-key` writes, plus the
-    offline settings; written directly because onboarding takes a minute and needs the same inputs."""
+    offline settings; written directly because onboarding takes a minute and needs the same inputs.
+    `extra` is merged in, key by key (e.g. openclaw_memory.MEMORY_SETTINGS)."""
     ref = f"{MODEL_PROVIDER}/{model}"
-    return {
+    return _merged({
         "agents": {"defaults": {"workspace": str(workdir / "workspace"), "skipBootstrap": True,
                                 "model": {"primary": ref}, "models": {ref: {}}}},
         "gateway": {"mode": "local", "bind": "loopback", "auth": {"mode": "token"},  # the token comes from env
@@ -107,19 +191,26 @@ def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
         "discovery": {"mdns": {"mode": "off"}},
         "models": {"mode": "merge", "providers": {MODEL_PROVIDER: {
             "baseUrl": model_url, "api": "openai-completions", "apiKey": "sk-local-test",
-            "models": [{"id": model, "name": model, "contextWindow": 128000, "maxTokens": 4096, "input": ["text"],
+            "models": [{"id": model, "name": model, "contextWindow": context_window, "maxTokens": 4096, "input": ["text"],
                         "reasoning": False, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
         }}},
-    }
+    }, extra or {})
 
 
-def _openclaw_frontend(installed: OpenClawInstall, token: str) -> Frontend:
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        base[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return base
+
+
+def _openclaw_frontend(installed: OpenClawInstall, token: str, matrix: MatrixChannel | None = None) -> Frontend:
     openclaw = installed.openclaw.bin / "openclaw"
 
     def env(launch: Launch) -> dict[str, str]:
+        channels = {"MATRIX_ACCESS_TOKEN": matrix.access_token} if matrix else {"OPENCLAW_SKIP_CHANNELS": "1"}
         return {"PATH": f"{installed.node.bin}{os.pathsep}{os.environ.get('PATH', '')}",
                 "OPENCLAW_HOME": str(launch.workdir), "OPENCLAW_GATEWAY_TOKEN": token,
-                "OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_DISABLE_BONJOUR": "1", "OPENCLAW_SKIP_CHANNELS": "1",
+                "OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_DISABLE_BONJOUR": "1", **channels,
                 "OPENCLAW_OFFLINE": "1", "OPENCLAW_NO_RESPAWN": "1"}
 
     return Frontend(name="openclaw", requirements=(), env=env, ready_timeout_s=900,
@@ -129,8 +220,10 @@ def _openclaw_frontend(installed: OpenClawInstall, token: str) -> Frontend:
 
 @contextlib.contextmanager
 def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, workdir: Path,
-                     token: str) -> Iterator[Running]:
-    """The gateway, serving its Control UI, until the block ends (stopped with its process group).
+                     token: str, matrix: MatrixChannel | None = None, context_window: int = 128000,
+                     extra: dict[str, Any] | None = None) -> Iterator[Running]:
+    """The gateway, serving its Control UI (with `matrix`, also a bot in that channel), until the
+    block ends (stopped with its process group). `context_window` and `extra` go to gateway_config.
 
     On a loaded two-core machine the first start takes minutes (SQLite state, plugin scan); the
     gateway also refuses to report ready when a worker misses its 5 s start-up deadline, so one
@@ -138,8 +231,11 @@ def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, 
     """
     config = workdir / ".openclaw" / "openclaw.json"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps(gateway_config(workdir, model_url, model), indent=1))
-    frontend = _openclaw_frontend(installed, token)
+    if matrix:
+        install_matrix_plugin(installed, workdir)
+    settings = gateway_config(workdir, model_url, model, context_window=context_window, extra=extra)
+    config.write_text(json.dumps(_merged(settings, matrix.config() if matrix else {}), indent=1))
+    frontend = _openclaw_frontend(installed, token, matrix)
     for attempt in (1, 2):
         stack = contextlib.ExitStack()
         try:

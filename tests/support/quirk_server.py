@@ -25,6 +25,11 @@ benchmarks, so real OpenAI clients (ours, or a chat frontend's) meet what real s
 * `faults` make the next requests fail: an HTTP status (429, 500...), {"status": 429, "retry_after": 0.1},
   "hang" (no answer until the client gives up), "garbage" (200, not JSON), "html" (200, a proxy's
   page), "drop" (the connection closes) or {"delay": 1.5} (the answer, that much later).
+* Streamed as real servers stream (stream=true): the reasoning first, in deltas of the field it comes
+  back in, then the text, then each tool call: its id and name with empty arguments, then the
+  arguments in pieces, as OpenAI sends them. `reasoning_as` puts an answer's reasoning elsewhere than
+  the profile does: `reasoning_content` (DeepSeek), `reasoning` (vLLM, OpenRouter), `both` fields,
+  or `think`, a `<think>…</think>` prefix of the content (a server without a reasoning parser).
 * Usage is counted with tiktoken over what was sent (messages and tools); cached tokens are the
   prefix shared with an earlier request, by OpenAI's rule (1024 tokens or more, in steps of 128).
 """
@@ -57,6 +62,8 @@ OPENAI_FIELDS = {
 GEMINI_FIELDS = {"model", "messages", "tools", "tool_choice", "temperature", "top_p", "n", "stream", "stream_options",
                  "stop", "max_tokens", "max_completion_tokens", "response_format", "seed", "reasoning_effort"}
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ReasoningAs = Literal["reasoning_content", "reasoning", "both", "think"]
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 GEMINI_SCHEMA_REFUSES = ("additionalProperties", "$schema", "$ref", "const", "exclusiveMinimum", "propertyNames")
 
 
@@ -136,7 +143,9 @@ TEXT_CALL_FORMS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
 class QuirkServer:
     def __init__(self, responder: Responder, *, profile: str = "openai", model: str = "test-model",
                  chunk_delay_s: float = 0.0, encoding: str = "o200k_base", keep_requests: bool = True,
-                 usage: bool = True, token_scale: float = 1.0, calls_as_text: str | None = None):
+                 usage: bool = True, token_scale: float = 1.0, calls_as_text: str | None = None,
+                 reasoning_as: ReasoningAs | None = None):
+        self.reasoning_as = reasoning_as  # None: in the profile's reasoning field
         self.calls_as_text = calls_as_text  # a form of TEXT_CALL_FORMS: calls come back written in the text
         self.responder = responder
         self.usage = usage  # False: answers without a usage object, as some local servers send them
@@ -171,7 +180,7 @@ class QuirkServer:
     def __enter__(self) -> QuirkServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()  # stops at once
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -242,7 +251,11 @@ class QuirkServer:
         if answer.get("finish_reason"):
             message["finish_reason"] = answer["finish_reason"]  # taken off before it is sent
         if answer.get("reasoning"):
-            message[self.profile.reasoning_field] = answer["reasoning"]
+            where = self.reasoning_as or self.profile.reasoning_field
+            if where == "think":
+                message["content"] = f"<think>{answer['reasoning']}</think>{message['content'] or ''}"
+            for name in REASONING_FIELDS if where == "both" else (where,) if where in REASONING_FIELDS else ():
+                message[name] = answer["reasoning"]
         calls = []
         for i, call in enumerate(answer.get("tool_calls") or []):
             out = {"id": call["id"] if "id" in call else self._call_id(call["name"], i), "type": "function",
@@ -544,17 +557,30 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            text = message.get("content") or ""
-            for i in range(0, len(text), 8):
-                self._chunk({"content": text[i:i + 8]} | ({"role": "assistant"} if i == 0 else {}))
-                if owner.chunk_delay_s:
-                    time.sleep(owner.chunk_delay_s)
+            first = {"role": "assistant"}
+            fields = [f for f in REASONING_FIELDS if message.get(f)]
+            for piece in _pieces(message.get(fields[0]) if fields else ""):  # reasoning first, as models think first
+                self._delta({f: piece for f in fields} | first)
+                first = {}
+            for piece in _pieces(message.get("content") or ""):
+                self._delta({"content": piece} | first)
+                first = {}
             for n, call in enumerate(message.get("tool_calls") or []):
-                self._chunk({"tool_calls": [{"index": n, **call}]})
+                # the id and name once, then the arguments in pieces, as OpenAI streams a call
+                head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
+                self._delta({"tool_calls": [{"index": n, **head}]} | first)
+                first = {}
+                for piece in _pieces(call["function"]["arguments"]):
+                    self._delta({"tool_calls": [{"index": n, "function": {"arguments": piece}}]})
             self._chunk({}, finish=_finish(message))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
+
+        def _delta(self, delta: dict[str, Any]) -> None:
+            self._chunk(delta)
+            if owner.chunk_delay_s:
+                time.sleep(owner.chunk_delay_s)
 
         def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> None:
             event = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": int(time.time()),
@@ -563,6 +589,11 @@ def _handler(owner: QuirkServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def _pieces(text: str, size: int = 8) -> list[str]:
+    """A text in the small deltas a model streams."""
+    return [text[i:i + size] for i in range(0, len(text), size)]
 
 
 def rewriting(respond: Responder, change: Callable[[dict[str, Any], int], dict[str, Any]]) -> Responder:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from persona.benchmark.dates import StoryDate, spoken
 from persona.benchmark.phases import Category
 from persona.errors import InputError, Problem
 from persona.jsonc import JsonPath, line_of, pydantic_problems, text_lines
@@ -99,6 +100,7 @@ class PhaseOut:
     require: list[str] = field(default_factory=list)  # fact files every fact of which must be told
     new_session: bool = False
     checks: list[CheckOut] = field(default_factory=list)
+    date: StoryDate | None = None  # the phase's `📅` line: the story's date, told to the agent
 
 
 @dataclass
@@ -215,22 +217,20 @@ def parse_when(raw: str) -> datetime | None:
     return None
 
 
-def spoken_date(when: datetime, with_time: bool = True) -> str:
-    """'Monday, 8 May 2023, 1:56 pm': how a phase states its day."""
-    day = f"{when:%A}, {when.day} {when:%B %Y}"
-    if not with_time:
-        return day
-    hour = when.hour % 12 or 12
-    return f"{day}, {hour}:{when:%M} {'am' if when.hour < 12 else 'pm'}"
+def story_date(raw: str) -> StoryDate | None:
+    """A dataset's date as a phase's `📅` line gives it (with its time when the dataset has one)."""
+    when = parse_when(raw)
+    return None if when is None else StoryDate(when=when, has_time=bool(re.search(r"\d:\d\d", raw)))
 
 
-def say_date(raw: str | None, tally: Tally, what: str) -> tuple[str, datetime | None]:
-    """A dataset date as a phase says it, and the parsed date when it could be read."""
+def say_date(raw: str | None, tally: Tally, what: str) -> tuple[str, StoryDate | None]:
+    """A dataset date as a phase title says it ('Monday, 8 May 2023, 1:56 pm'), and the date for its
+    `📅` line when it could be read."""
     if not raw or not str(raw).strip():
-        tally.add(f"{what} without a date (the phase says so)")
+        tally.add(f"{what} without a date (the phase has no date line)")
         return "a day the dataset does not date", None
-    when = parse_when(str(raw))
-    if when is None:
-        tally.add(f"{what} with a date in an unknown form (stated as written)", str(raw))
+    story = story_date(str(raw))
+    if story is None:
+        tally.add(f"{what} with a date in an unknown form (no date line; the brief quotes it)", str(raw))
         return " ".join(str(raw).split()), None
-    return spoken_date(when), when
+    return spoken(story), story

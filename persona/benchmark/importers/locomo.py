@@ -8,7 +8,8 @@ Both give the same benchmark.
 
 The mapping (SOURCE.md of each folder repeats it with the counts):
 
-- each session is a phase that states its date and tells that session's facts, from a fact file
+- each session is a phase on its date (a `📅` line, which the persona tells the agent as the day's
+  chat starts, and again in the new chat of the questions) that tells that session's facts, from a fact file
   of its own (`sessionNN.md`): the observations of the played speaker, and those of the other as
   news about "my friend NAME"; each fact ends with its dialogue id and the words said then;
 - a question's evidence turn that no observation covers becomes a fact of its own (the turn's words),
@@ -447,35 +448,36 @@ def _phases(sample: Sample, own: str, friend: str, files: dict[int, FactFileOut]
     phases: list[PhaseOut] = []
     pending = list(checks)
     for index, number in enumerate(numbers):
-        said, _ = say_date(sample.dates.get(number), tally, "sessions")
+        said, story = say_date(sample.dates.get(number), tally, "sessions")
         ff = files[number]
         new = _new_chat(opts, index)
-        opening = "You open a new chat with the assistant. " if new else ""
+        # A dated session's date is its 📅 line, which the persona tells; an undated one only its brief says.
+        opening = ("" if story else f"It is {said}. ") + ("You open a new chat with the assistant. " if new else "")
         if ff.fact_count():
-            body = (f"It is {said}. {opening}Tell the facts from {ff.name}: what happened to you and to your "
-                    f"friend {friend} lately, as news of this day, in your own words and a few at a time.")
+            body = (f"{opening}Tell the facts from {ff.name}: what happened to you and to your friend {friend} "
+                    "lately, as news of this day, in your own words and a few at a time.")
             require = [ff.name]
         else:
-            body = (f"It is {said}. {opening}Nothing from this day needs telling: say hello, chat a little about "
-                    "your day, then go on.")
+            body = f"{opening}Nothing from this day needs telling: say hello, chat a little about your day, then go on."
             require = []
-        phases.append(PhaseOut(f"Session {number}: {said}", body, require, new))
+        phases.append(PhaseOut(f"Session {number}: {said}", body, require, new, date=story))
         is_last = index == len(numbers) - 1
         if is_last or (opts.ask_after_each and (index + 1) % opts.ask_after_each == 0):
             due = [c for c in pending if is_last or session_of[c.id] <= number]
             pending = [c for c in pending if c not in due]
-            phases += _question_phases(due, said, opts, number)
+            phases += _question_phases(due, opts, number)
     return phases
 
 
-def _question_phases(due: list[CheckOut], said: str, opts: Options, after: int) -> list[PhaseOut]:
+def _question_phases(due: list[CheckOut], opts: Options, after: int) -> list[PhaseOut]:
+    """Ten questions a phase, on the day of the session before them (its date holds: no date line)."""
     out = []
     for start in range(0, len(due), QUESTIONS_PER_PHASE):
         batch = due[start:start + QUESTIONS_PER_PHASE]
         new = start == 0 and opts.new_chat != "never"
         opening = "You open a new chat with the assistant. " if new else ""
-        body = (f"It is still {said}. {opening}Ask the assistant these questions about what you have told it, one "
-                "at a time, in your own words; give no hints, and never tell it the answer.")
+        body = (f"{opening}Ask the assistant these questions about what you have told it, one at a time, in your "
+                "own words; give no hints, and never tell it the answer.")
         out.append(PhaseOut(f"Questions {batch[0].id}–{batch[-1].id} (after session {after})", body, [], new, batch))
     return out
 
@@ -489,9 +491,11 @@ def _instructions(own: str, friend: str) -> str:
     return f"""You are {own}. Over many months you chat now and then with an AI assistant, and each time you tell it
 what has happened in your life, and in the life of your friend {friend}, since you last talked.
 
-- Each phase is one day of that life and starts with its date ("It is Monday, 8 May 2023, 1:56 pm").
-  Live on that day: say "yesterday", "last week" or "last year" as that day sees it, and never speak
-  of anything a later phase brings: you don't know it yet.
+- Each phase is one day of that life, on the date its brief gives. The assistant cannot know that
+  date unless you say it: tell it as you start the day's chat, as the brief asks ("Hi! Monday, 8 May
+  2023 here ..."). Then live on that day: say when things happened as that day sees it ("yesterday",
+  "last week", "last year") or by their dates, and never speak of anything a later phase brings:
+  you don't know it yet.
 - The facts of the day are in the day's fact file. They are notes of what was said, written about
   you ({own}) and about {friend} in the third person. Tell them in the first person, in your own
   words, a few per message, the way you would catch someone up: "I went to a support group
@@ -541,7 +545,8 @@ def _source(sample: Sample, source_file: Path, opts: Options, own: str, friend: 
         "",
         "## Mapping",
         "",
-        f"- **Phases:** each of the {len(sample.sessions)} sessions is a phase that states its date and tells that "
+        f"- **Phases:** each of the {len(sample.sessions)} sessions is a phase on its date (`📅`, told to the agent "
+        "as the day's chat starts: its own clock is not the story's) that tells that "
         f"session's facts (`require_all_facts`); {len(bench.phases) - len(sample.sessions)} question phase(s) of up to "
         f"{QUESTIONS_PER_PHASE} questions, asked {ask}. A new chat (`bench.newSession()`) {chat}, and before the "
         "questions" + (" (never with --new-chat never)." if opts.new_chat != "never" else " never."),

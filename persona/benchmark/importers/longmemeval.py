@@ -185,7 +185,7 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
     links: dict[str, list[tuple[str, str]]] = {}
     width = max(2, len(str(len(sessions))))
     pending: list[CheckOut] = []
-    pending_date, pending_day = "", None
+    pending_date, pending_day, pending_story = "", None, None
     n_sessions = 0
 
     def flush() -> None:
@@ -193,10 +193,11 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
         if pending:
             new = opts.new_chat != "never"
             opening = "You open a new chat with the assistant. " if new else ""
+            undated = "" if pending_story else f"It is {pending_date}. "
             phases.append(PhaseOut(
-                f"Questions on {pending_date}", f"It is {pending_date}. {opening}Ask the assistant these questions "
-                "about what you have told it, one at a time, in your own words; give no hints, and never tell it the "
-                "answer.", [], new, pending))
+                f"Questions on {pending_date}", f"{undated}{opening}Ask the assistant these questions about what you "
+                "have told it, one at a time, in your own words; give no hints, and never tell it the answer.",
+                [], new, pending, date=pending_story))
             pending = []
 
     for _when, _, item in events:
@@ -204,26 +205,26 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
             flush()
             n_sessions += 1
             facts = _facts(item, tally)
-            said, _ = say_date(item.raw_date, tally, "sessions")
+            said, story = say_date(item.raw_date, tally, "sessions")
             name = f"s{n_sessions:0{width}d}"
             new = opts.new_chat != "never" and bool(phases)
-            opening = "You open a new chat with the assistant. " if new else ""
+            opening = ("" if story else f"It is {said}. ") + ("You open a new chat with the assistant. " if new else "")
             if facts:
                 ff = FactFileOut(name, f"Session {item.sid}", [Section("What I said", facts)])
                 files.append(ff)
                 links[item.sid] = [(name, fid) for fid, _ in ff.numbered()]
-                body = (f"It is {said}. {opening}Tell the facts from {name}: what you said in a chat on this day, in "
-                        "your own words, as things of your life, a few at a time.")
-                phases.append(PhaseOut(f"Session {n_sessions}: {said}", body, [name], new))
+                body = (f"{opening}Tell the facts from {name}: what you said in a chat on this day, in your own words, "
+                        "as things of your life, a few at a time.")
+                phases.append(PhaseOut(f"Session {n_sessions}: {said}", body, [name], new, date=story))
             else:
                 tally.add("evidence sessions with nothing the user said (no phase)", item.sid)
             continue
         inst = item.inst
         said, day = say_date(inst.question_date, tally, "questions")
-        if pending and (day.date() if day else said) != pending_day:
+        if pending and (day.day if day else said) != pending_day:
             flush()
-        if not pending:
-            pending_date, pending_day = said, (day.date() if day else said)
+        if not pending:  # the day's questions are asked at the time of its first
+            pending_date, pending_day, pending_story = said, (day.day if day else said), day
         answer = _number(inst.answer).strip()
         if not isinstance(inst.answer, str):
             tally.add("answers given as numbers (written as text)", answer)
@@ -258,9 +259,10 @@ def build_bundle(instances: list[Instance], number: int, source_file: Path, opts
 INSTRUCTIONS = """You are an ordinary person who uses an AI assistant now and then for help with life: plans,
 purchases, hobbies, work, health. Over the weeks of this scenario you open a chat every so often.
 
-- Each phase is one day and starts with its date ("It is Saturday, 20 May 2023, 2:21 am"). Live on
-  that day: speak of "yesterday" or "last month" as that day sees it, and never of anything a later
-  phase brings.
+- Each phase is one day, on the date its brief gives. The assistant cannot know that date unless
+  you say it: tell it as you start the day's chat, as the brief asks ("Hi! Saturday, 20 May 2023
+  here ..."). Then live on that day: speak of "yesterday" or "last month" as that day sees it, or of
+  the dates themselves, and never of anything a later phase brings.
 - The facts of the day are things you said in a chat on that day, in your own words then (the part in
   square brackets at the end is only where it comes from: never say it). Say them again in your own
   words, as a person chatting: mention the details (names, numbers, dates, places) naturally, a few per
@@ -286,7 +288,9 @@ def _source(source_file: Path, bench: Imported, qids: list[str], n_sessions: int
         "## Mapping",
         "",
         f"- **One time line:** {n_sessions} evidence sessions, each a phase on its own date telling what the user said "
-        "in it (the turns marked `has_answer`); each question asked on its `question_date`, after its sessions.",
+        "in it (the turns marked `has_answer`); each question asked on its `question_date`, after its sessions. "
+        "Every date is a phase's `📅` line, which the persona tells the agent as that day's chat starts: the agent's "
+        "own clock is not the story's, and \"how many days ago\" needs the day it is asked.",
         f"- **Facts:** {bench.fact_count()} (the user's words, verbatim, with `[session id#turn]`).",
         f"- **Checks:** {len(bench.checks)}: " + ", ".join(f"{k} {n}" for k, n in by_type.items()) + ". Answers "
         "verbatim. `_abs` questions are `absent` (source category `abstention`). Preference answers describe what "

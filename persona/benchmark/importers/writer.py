@@ -69,6 +69,8 @@ def render_chapter(chapter: ChapterOut, tally: Tally) -> str:
             script.append("await bench.newSession();")
         if script:
             lines += ["```js", *script, "```"]
+        if phase.date is not None:
+            lines.append(phase.date.line_text())
         lines.append(phase.body)
         if phase.checks:
             lines.append("")

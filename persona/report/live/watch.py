@@ -138,7 +138,7 @@ class RunWatch:
             except (ValueError, OSError) as e:  # atomic saves are never seen half-written: this one is broken
                 problem = str(e).splitlines()[0]
                 if problem != self.problem:
-                    log.warning("%s: %s", self.folder / STATE_FILE, problem)
+                    log.warning("run %s: %s", self.folder.name, problem)
                 self.problem = problem
             changed = True
         if self.tail.poll():

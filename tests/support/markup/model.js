@@ -1,8 +1,9 @@
 // A memoryless streamed "model" for the LibreChat and Hermes markup fixtures: it acknowledges a
 // statement, answers a question from this conversation's statements, streams word by word.
-// window.mmbModel.config sets the pace; the page draws the stream in its app's markup.
+// window.mmbModel.config sets the pace; the page draws the stream in its app's markup. With toolMs
+// above 0 the page first draws an agent's reasoning and a tool call that runs that long.
 (function () {
-  const config = { thinkMs: 400, wordMs: 40 };
+  const config = { thinkMs: 400, wordMs: 40, toolMs: 0 };
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const words = (t) => new Set(t.toLowerCase().match(/[a-z0-9]{3,}/g) || []);
 

@@ -9,17 +9,30 @@ and a check asked after it scores 0, which proves the reset in the grades. (Demo
 notes across chats: it would answer that check from memory and hide whether the reset happened.)
 
 Every message is recorded with its session, so a test can tell that nothing was typed twice and
-which messages each session got.
+which messages each session got. A backend that shows the agent's work (assistant-ui's data-stream
+runtime) asks `work_for` what to show before the answer: its reasoning and a memory search, whose
+result takes `tool_pause_s`; that is recorded in `work`, apart from the answers.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.chat_model import answer
+from tests.support.chat_model import REASONING, answer, recall
+
+
+@dataclass(frozen=True)
+class Work:
+    """What the agent shows before its answer: its reasoning, and one tool call with its result."""
+
+    reasoning: str
+    tool: str
+    arguments: str  # JSON
+    result: str  # JSON
 
 
 def chunks(text: str, size: int = 6) -> list[str]:
@@ -34,6 +47,9 @@ class SessionAgent:
     sessions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     received: list[tuple[str, str]] = field(default_factory=list)  # (session, text) in arrival order
     answers: list[str] = field(default_factory=list)
+    tool_pause_s: float = 0.0  # the memory search's time, between the tool call and its result
+    at_work: bool = False  # a backend that can (Flowise's) shows the agent's work before the answer
+    work: list[Work] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reply(self, session: str, text: str) -> str:
@@ -56,6 +72,20 @@ class SessionAgent:
             self.received.append((session, str(last.get("content", ""))))
             self.answers.append(said)
         return said
+
+    def work_for(self, messages: list[dict[str, Any]]) -> Work:
+        """The reasoning and memory search shown before answering the last message (recorded)."""
+        said = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+        query = said[-1] if said else ""
+        notes = recall(query, said[:-1])
+        work = Work(REASONING, "memory_search", json.dumps({"query": query}), json.dumps({"notes": notes}))
+        with self._lock:
+            self.work.append(work)
+        return work
+
+    def run_tool(self) -> None:
+        if self.tool_pause_s:
+            time.sleep(self.tool_pause_s)  # the search behind an embedding API, not a synchronisation
 
     def history(self, session: str) -> list[dict[str, str]]:
         with self._lock:

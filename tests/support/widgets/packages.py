@@ -15,7 +15,6 @@ are unchanged; a lock keeps two test runs from writing one folder at once.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import shutil
 import subprocess
@@ -25,12 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.frontends import _tail, frontends_dir
-from tests.support.node_frontends import npm_install
+from tests.support.node_frontends import esbuild_bundle, npm_install
 
 N8N_CHAT = "@n8n/chat@1.37.0"
 FLOWISE_EMBED = "flowise-embed@3.1.6"
 BOTFRAMEWORK_WEBCHAT = "botframework-webchat@4.18.1"
-ASSISTANT_UI = ("@assistant-ui/react@0.15.22", "react@19.3.1", "react-dom@19.3.1", "esbuild@0.28.2")
+ASSISTANT_UI = ("@assistant-ui/react@0.15.22", "@assistant-ui/react-data-stream@0.12.32", "react@19.3.1", "react-dom@19.3.1",
+                "esbuild@0.28.2")
 ASSISTANT_UI_ENTRY = Path(__file__).resolve().parent / "pages" / "assistant_ui.jsx"
 
 
@@ -93,24 +93,7 @@ def npm_pack(name: str, spec: str, *, timeout_s: float = 600) -> Fetched:
 def assistant_ui_bundle(*, timeout_s: float = 900) -> Fetched:
     """pages/assistant_ui.jsx bundled with esbuild against the pinned npm packages; its folder."""
     installed = npm_install("widgets/assistant-ui", ASSISTANT_UI, timeout_s=timeout_s)
-    home = installed.home
-    entry = ASSISTANT_UI_ENTRY.read_bytes()
-    wanted = {"packages": list(ASSISTANT_UI), "entry": hashlib.sha256(entry).hexdigest()}
-    out = home / "dist" / "assistant_ui.js"
-    with open(home / ".bundle.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        stamp = home / "bundled.json"
-        if stamp.exists() and json.loads(stamp.read_text()).get("wanted") == wanted and out.exists():
-            return Fetched(out.parent, installed.seconds, installed.versions)
-        started = time.monotonic()
-        (home / "entry.jsx").write_bytes(entry)  # beside node_modules, where esbuild resolves imports from
-        log = home / "bundle.log"
-        with open(log, "w") as sink:
-            done = subprocess.run([str(installed.bin / "esbuild"), "entry.jsx", "--bundle", "--minify", "--format=iife",
-                                   "--jsx=automatic", "--define:process.env.NODE_ENV=\"production\"",
-                                   f"--outfile={out}", "--log-level=warning"],
-                                  stdout=sink, stderr=subprocess.STDOUT, timeout=timeout_s, cwd=home)
-        if done.returncode != 0:
-            raise RuntimeError(f"esbuild failed on {ASSISTANT_UI_ENTRY.name}; see {log}:\n{_tail(log)}")
-        stamp.write_text(json.dumps({"wanted": wanted}))
-        return Fetched(out.parent, installed.seconds + time.monotonic() - started, installed.versions)
+    out, seconds = esbuild_bundle(installed, ASSISTANT_UI_ENTRY, "assistant_ui.js",
+                                  ("--minify", "--format=iife", "--jsx=automatic",
+                                   "--define:process.env.NODE_ENV=\"production\""), timeout_s=timeout_s)
+    return Fetched(out.parent, installed.seconds + seconds, installed.versions)

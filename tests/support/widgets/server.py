@@ -16,7 +16,14 @@ Routes (all on 127.0.0.1, one port, so the pages need no CORS):
   resumes it, `GET|POST /conversations/<id>/activities` read (from a watermark) and post; the bot
   answers with a typing activity, then its message;
 - assistant-ui's LocalRuntime adapter, `POST /api/chat` (`{"threadId", "messages"}`): the whole
-  thread in, the answer streamed back as plain text chunks.
+  thread in, the answer streamed back as plain text chunks;
+- assistant-ui's data-stream runtime, `POST /api/agent` (`{"threadId", "messages"}` as language-model
+  messages, parts in `content`): the agent at work, in the AI SDK's UI message stream (server-sent
+  events, `x-vercel-ai-ui-message-stream: v1`): its reasoning, a `memory_search` tool call (input,
+  then its output after the agent's `tool_pause_s`), then the answer's text.
+With `SessionAgent(at_work=True)` Flowise's stream shows the agent's work as Flowise does: its
+reasoning as `thinking` events (the embed's ThinkingCard), the memory search run meanwhile (the
+tool pause) and reported in `usedTools` (which the embed keeps but does not draw).
 
 Every request is recorded (`requests`: method, path, parsed JSON body) for the tests' assertions.
 """
@@ -35,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.support.chat_model import text_of
 from tests.support.http_reply import respond
 from tests.support.widgets.agent import SessionAgent, chunks
 
@@ -155,10 +163,12 @@ def _handler(owner: WidgetServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return {"_raw": raw.decode(errors="replace")}
 
-        def _stream_start(self, ctype: str) -> None:
+        def _stream_start(self, ctype: str, headers: dict[str, str] | None = None) -> None:
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", ctype)
             self.send_header("Cache-Control", "no-cache")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()  # HTTP/1.0: the body ends when the connection closes
 
         def _write(self, data: str) -> None:
@@ -194,6 +204,8 @@ def _handler(owner: WidgetServer) -> type[BaseHTTPRequestHandler]:
                 return self._direct_line_post(match.group(1), body)
             if url.path == "/api/chat":
                 return self._assistant_ui(body)
+            if url.path == "/api/agent":
+                return self._assistant_ui_agent(body)
             self._json(404, {"error": f"not found: {url.path}"})
 
         # -- n8n ----------------------------------------------------------------------------
@@ -235,6 +247,17 @@ def _handler(owner: WidgetServer) -> type[BaseHTTPRequestHandler]:
             self._stream_start("text/event-stream")
             owner.agent.think()
             event("start", "")
+            if owner.agent.at_work:
+                work = owner.agent.work_for(owner.agent.history(chat_id))
+                began = time.monotonic()
+                for piece in chunks(work.reasoning):
+                    event("thinking", piece)
+                    owner.agent.pause()
+                owner.agent.run_tool()
+                self._write("message:\ndata:" + json.dumps({"event": "thinking", "data": "",
+                                                             "duration": round(time.monotonic() - began)}) + "\n\n")
+                event("usedTools", [{"tool": work.tool, "toolInput": json.loads(work.arguments),
+                                     "toolOutput": work.result}])
             for piece in chunks(said):
                 event("token", piece)
                 owner.agent.pause()
@@ -281,5 +304,45 @@ def _handler(owner: WidgetServer) -> type[BaseHTTPRequestHandler]:
             for piece in chunks(said):
                 self._write(piece)
                 owner.agent.pause()
+
+        def _assistant_ui_agent(self, body: dict[str, Any]) -> None:
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                return self._json(400, {"error": "messages are required"})
+            plain = [{"role": m.get("role"), "content": text_of(m.get("content"))} for m in messages
+                     if m.get("role") in ("user", "assistant")]
+            said = owner.agent.reply_to_history(plain, str(body.get("threadId") or "?"))
+            work = owner.agent.work_for(plain)
+            self._stream_start("text/event-stream", {"x-vercel-ai-ui-message-stream": "v1"})
+
+            def event(chunk: dict[str, Any] | str) -> None:
+                self._write(f"data: {chunk if isinstance(chunk, str) else json.dumps(chunk)}\n\n")
+
+            call = f"call_{secrets.token_hex(6)}"
+            event({"type": "start", "messageId": f"msg_{secrets.token_hex(6)}"})
+            event({"type": "start-step"})
+            owner.agent.think()
+            event({"type": "reasoning-start", "id": "r1"})
+            for piece in chunks(work.reasoning):
+                event({"type": "reasoning-delta", "id": "r1", "delta": piece})
+                owner.agent.pause()
+            event({"type": "reasoning-end", "id": "r1"})
+            event({"type": "tool-input-start", "toolCallId": call, "toolName": work.tool})
+            for piece in chunks(work.arguments):
+                event({"type": "tool-input-delta", "toolCallId": call, "inputTextDelta": piece})
+            event({"type": "tool-input-available", "toolCallId": call, "toolName": work.tool,
+                   "input": json.loads(work.arguments)})
+            owner.agent.run_tool()
+            event({"type": "tool-output-available", "toolCallId": call, "output": json.loads(work.result)})
+            event({"type": "finish-step"})
+            event({"type": "start-step"})
+            event({"type": "text-start", "id": "t1"})
+            for piece in chunks(said):
+                event({"type": "text-delta", "id": "t1", "delta": piece})
+                owner.agent.pause()
+            event({"type": "text-end", "id": "t1"})
+            event({"type": "finish-step"})
+            event({"type": "finish"})
+            event("[DONE]")
 
     return Handler
