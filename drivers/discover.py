@@ -51,7 +51,7 @@ from pydantic import BaseModel
 from .base import DriverError
 from .deep_dom import SHADOW_HOOK_JS
 from .discover_page import DISCOVER_JS
-from .discover_reading import Found, Reading, build_made, busy, sides, work
+from .discover_reading import Found, Reading, build_made, busy, sides, strip, work
 from .frames import list_frames
 from .generic import PlaywrightDriver
 from .probe import DEFAULT_TEXT, ProbeReport, probe, probe_message
@@ -403,6 +403,7 @@ class Discoverer:
         self.take(told)
         if told.problem:
             raise _Out(told.problem)
+        self.take(strip(found))
         self.take(work(found, seen.longest_pause_s, seen.work))
         self.take(busy(found["markers"]))
 

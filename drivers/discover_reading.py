@@ -105,6 +105,17 @@ def work(turn: dict[str, Any], longest_pause_s: float, shown: str | None) -> Rea
     return out
 
 
+def strip(turn: dict[str, Any]) -> Reading:
+    """Parts of each bubble that are not its words (an avatar, a dot, a time): selectors.strip."""
+    parts = turn.get("strip") or []
+    if not parts:
+        return Reading()
+    sel = ", ".join(p["sel"] for p in parts)
+    shown = ", ".join(repr(p["text"]) for p in parts)
+    return Reading(selectors={"strip": sel}, findings=[_found("strip", sel, f"parts of each bubble that are not its words "
+                                                                          f"({shown}): the run reads a bubble without them")])
+
+
 def busy(markers: dict[str, Any]) -> Reading:
     """The busy marker: the best element seen only while the agent worked (or the text box disabled then)."""
     rejected = _rejected(markers["rejected"])

@@ -49,7 +49,8 @@ TURN_JS = r"""
           if (n.nodeType !== 1) continue;
           w.touched.add(n);
           w.added.add(n);
-          for (const d of Q.all("*", n)) if (w.touched.size < 4000) w.touched.add(d);
+          placed(w, n);  // (it may be gone before a sample sees it)
+          for (const d of Q.all("*", n)) if (w.touched.size < 4000) { w.touched.add(d); placed(w, d); }
         } else {
           const t = r.target && (r.target.nodeType === 1 ? r.target : r.target.parentElement);
           if (t && w.touched.size < 4000) w.touched.add(t);
@@ -84,6 +85,17 @@ TURN_JS = r"""
     }
     return out;
   }
+  // Where an element stands (told while it is in the page: a status line is gone by the end): after our
+  // bubble, and (a short one) its ancestors then, so that a "Sending…" in our own row is known for ours and
+  // a part of the agent's work that flashed by is known for one.
+  function placed(w, el) {
+    const mine = w.ours && w.ours.isConnected ? w.ours : null;
+    if (w.where.has(el) && (w.where.get(el).after !== null || !mine)) return;
+    if (!el.isConnected || el === mine || (mine && (Q.contains(el, mine) || Q.contains(mine, el)))) return;
+    const chain = [];
+    if (el.textContent.length <= 100) for (let n = up(el); n && chain.length < 40; n = up(n)) chain.push(n);
+    w.where.set(el, {after: mine ? readsAfter(mine, el) : null, chain});
+  }
   function sample(w) {
     w.samples++;
     const t = performance.now() - w.sentAt;
@@ -94,13 +106,7 @@ TURN_JS = r"""
       if (!line) { line = {on: []}; w.timeline.set(el, line); }
       if (!visible(el)) continue;
       line.on.push(t);
-      // Where it stood, told while it is in the page (a status line is gone by the end): after our bubble, and
-      // (a short line) its ancestors then, so that a "Sending…" in our own row is known for ours.
-      if (mine && !w.where.has(el) && el !== mine && !Q.contains(el, mine) && !Q.contains(mine, el)) {
-        const short = el.textContent.length <= 100, chain = [];
-        if (short) for (let n = up(el); n && chain.length < 40; n = up(n)) chain.push(n);
-        w.where.set(el, {after: readsAfter(mine, el), chain});
-      }
+      if (mine) placed(w, el);
     }
     const busy = w.input && inputBusy(w.input);
     if (busy) w.inputBusy = busy;
@@ -239,11 +245,11 @@ TURN_JS = r"""
   // -- bubbles ---------------------------------------------------------------------------------------
   const lca = (a, b) => { const chain = new Set(); for (let n = a; n; n = up(n)) chain.add(n); for (let n = b; n; n = up(n)) if (chain.has(n)) return n; return null; };
   const rowOf = (list, el) => { let n = el; while (n && up(n) !== list) n = up(n); return n; };
-  // The chain from a text holder up to (not beyond) its own tree's top or the list: where a selector
-  // for its bubble may point (the watch reads an element's text within its own tree).
+  // The chain from a text holder up to (not beyond) the list, across shadow hosts (the run reads a bubble's
+  // words in its open shadow roots too: a bubble may be a web component whose text is roots deep, as Panel's).
   function chainIn(el, list) {
     const out = [];
-    for (let n = el; n && n !== list && n.getRootNode() === el.getRootNode(); n = n.parentElement) out.push(n);
+    for (let n = el; n && n !== list; n = up(n)) out.push(n);
     return out;
   }
   const byRank = (a, b) => a.rank - b.rank || a.sel.length - b.sel.length;
@@ -259,9 +265,10 @@ TURN_JS = r"""
       }
     });
     const out = comps.map((c) => ({sel: c.sel, rank: c.rank, depth: c.depth}));
-    // An ancestor's feature, then the element's own: "row-kind bubble".
+    // An ancestor's feature, then the element's own: "row-kind bubble" (in one tree: a selector never
+    // crosses a shadow boundary).
     for (const a of comps) for (const b of comps) {
-      if (a.depth <= b.depth || a.tag) continue;
+      if (a.depth <= b.depth || a.tag || a.el.getRootNode() !== b.el.getRootNode()) continue;
       out.push({sel: `${a.sel} ${b.sel}`, rank: Math.max(a.rank, b.rank) + 0.6, depth: b.depth});
     }
     return out;
@@ -330,9 +337,9 @@ TURN_JS = r"""
   // the reply's alike), and one for the element inside it that names its author (a name, an avatar's alt),
   // the first such in each bubble, naming us in ours and someone else in the reply's (in the reply's later
   // bubbles that name or none: messengers name the author once per group).
-  const authorSaid = (a) => {  // as the run reads it (drivers/reply_watch.py)
-    const img = a.matches("img, [role=img]") ? a : a.querySelector("img[alt], [role=img][aria-label]");
-    return norm((a.textContent || "").trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
+  const authorSaid = (a) => {  // as the run reads it (drivers/reply_watch.py: its words in open roots too)
+    const img = a.matches("img, [role=img]") ? a : Q.all("img[alt], [role=img][aria-label]", a)[0];
+    return norm(Q.text(a).trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
                 a.getAttribute("aria-label") || a.getAttribute("title") || "");
   };
   const nameLike = (t, tag) => !!t && t.length <= 40 && /[^\W\d_]/.test(t) && !t.includes(tag) && !/^\d{1,2}[:.]\d{2}/.test(t);
@@ -345,10 +352,10 @@ TURN_JS = r"""
       if (why) { if (tried.length < 12) tried.push([c.sel, `as every bubble: ${why}`]); continue; }
       const bubbleOf = (s) => hits.find((h) => h === s.row || Q.contains(s.row, h));
       const ourBubble = bubbleOf(me[0]), theirs = bubbleOf(reply[0]);
-      for (const el of Q.all("*", ourBubble)) {
-        if (el === me[0].holder || Q.contains(el, me[0].holder)) continue;
-        const who = authorSaid(el);
-        if (!nameLike(who, tag)) continue;
+      // What may name the author in our bubble, the shortest names first (a name, not its row with a dot).
+      const named = Q.all("*", ourBubble).filter((el) => el !== me[0].holder && !Q.contains(el, me[0].holder))
+        .map((el) => ({el, who: authorSaid(el)})).filter((x) => nameLike(x.who, tag)).sort((a, b) => a.who.length - b.who.length);
+      for (const {el, who} of named) {
         const tagName = el.tagName.toLowerCase();
         for (const f of features(el, true).sort(byRank)) {
           const sel = compose(tagName, f);
@@ -369,10 +376,11 @@ TURN_JS = r"""
     return {found: null, rejected: tried};
   }
 
-  // Rows of one list are alike: the same tag, and a role or a class in common (two messages), unlike a
-  // sidebar entry and a chat pane that merely both hold our words.
-  const alike = (a, b) => a.tagName === b.tagName &&
-    ((a.getAttribute("role") && a.getAttribute("role") === b.getAttribute("role")) || [...a.classList].some((c) => b.classList.contains(c)));
+  // Rows of one list are alike: the same tag, and a role or a class in common (two messages), or the same
+  // custom element (a web component per message), unlike a sidebar entry and a chat pane that merely both
+  // hold our words.
+  const alike = (a, b) => a.tagName === b.tagName && (a.tagName.includes("-") ||
+    (a.getAttribute("role") && a.getAttribute("role") === b.getAttribute("role")) || [...a.classList].some((c) => b.classList.contains(c)));
   const depth = (el) => { let d = 0; for (let n = el; n; n = up(n)) d++; return d; };
 
   // Our bubble and the list: of the elements showing our tag when it first showed (the chat's title and the
@@ -381,7 +389,8 @@ TURN_JS = r"""
   function anchor(w) {
     let best = null;
     for (const mine of (w.mines || []).filter((el) => el.isConnected)) {
-      for (const h of replyHolders(w, mine).slice(0, 60)) {
+      // (a time or an avatar beside our words is no reply: it would make our own bubble the list)
+      for (const h of replyHolders(w, mine).filter((x) => !METADATA(ownText(x))).slice(0, 60)) {
         const list = lca(mine, h);
         if (!list || list === mine || list === h) continue;
         const row = rowOf(list, mine), other = rowOf(list, h);
@@ -422,8 +431,40 @@ TURN_JS = r"""
     const user = pick(me, reply.concat(workRows.map((r) => ({row: r}))), list, [], inWork, busyEls);
     const authors = assistant.ok.length && user.ok.length ? null : byAuthor(reply, me, list, w.tag, busyEls);
     const work = workSelectors(pieces, mine, answers, list);
-    return {assistant, user, authors, work, rows: reply.length, replyTexts: reply.map((s) => s.text.slice(0, 300)),
+    const byName = authors && authors.found ? authors.found.message : null;
+    const ourSel = byName || user.ok[0], theirSel = byName || assistant.ok[0];
+    const strip = ourSel && theirSel ? stripParts(me.concat(reply), [ourSel].concat(reply.map(() => theirSel)), [mine, ...reply.map((r) => r.holder)]) : [];
+    return {assistant, user, authors, work, strip, rows: reply.length, replyTexts: reply.map((s) => s.text.slice(0, 300)),
             ourText: me[0].text.slice(0, 300), list: ref(list), markers: busy};
+  }
+
+  // Parts of a bubble that are not its words (an avatar's emoji or icon, a dot, a time), as found in our bubble
+  // and found the same way in the reply's: their selectors (selectors.strip), so that the run reads a bubble
+  // as the message alone (and knows our message again when the chat shows it).
+  const METADATA = (t) => !/[^\W\d_]/.test(t) ||
+    /^(\d{1,2}[:.]\d{2}(:\d{2})?(\s?[ap]\.?m\.?)?|just now|now|\d+\s?(s|sec|secs|min|mins|m|h|hr|hrs|d)\s+ago)$/i.test(t);
+  function stripParts(rows, sels, holders) {
+    const bubbles = rows.map((s, i) => Q.all(sels[i]).find((h) => h === s.row || Q.contains(s.row, h))).filter(Boolean);
+    if (!bubbles.length) return [];
+    const words = (el) => holders.some((h) => h === el || Q.contains(el, h) || Q.contains(h, el));
+    const extra = Q.all("*", bubbles[0]).filter((el) => !words(el) && (() => { const t = norm(Q.text(el)); return t && t.length <= 40 && METADATA(t); })());
+    const parts = extra.filter((el) => !extra.some((o) => o !== el && Q.contains(o, el)));
+    const out = [];
+    for (const el of parts) {
+      const tag = el.tagName.toLowerCase();
+      for (const f of features(el, true).filter((f) => !f.tag).sort(byRank)) {
+        const sel = compose(tag, f);
+        let fits = true;
+        try {
+          fits = Q.all(sel, bubbles[0])[0] === el && bubbles.every((b) => {
+            const hits = Q.all(sel, b);
+            return hits.length <= 1 && hits.every((h) => !words(h) && METADATA(norm(Q.text(h))));
+          });
+        } catch (e) { fits = false; }
+        if (fits) { out.push({sel, text: norm(Q.text(el)).slice(0, 20)}); break; }
+      }
+    }
+    return out;
   }
 
   // -- busy markers ----------------------------------------------------------------------------------
@@ -437,10 +478,14 @@ TURN_JS = r"""
     for (const [el, line] of w.timeline) {
       // Seen shown while the agent worked, or put in the page after our message and gone again (too quick to sample).
       const flashed = w.added.has(el) && !el.isConnected;
-      if ((!line.on.length && !flashed) || w.shownBefore.has(el)) continue;
+      if ((!line.on.length && !flashed) || w.shownBefore.has(el) || /^(STYLE|LINK|SCRIPT|TEMPLATE|META|SLOT)$/.test(el.tagName)) continue;
       if (el.isConnected && visible(el)) continue;
       if (replyText.some((t) => t && deepText(el).includes(t))) continue;
-      if ((el.isConnected ? Q.contains(list, el) && insideWorkish(el, list) : insideWorkish(el, null)) || pieces.some((p) => p.el === el || Q.contains(p.el, el) || p.el.contains(el))) continue;
+      // Not a piece of the work, nor inside one (as it stood while shown: a step's body folded away is gone).
+      const where = w.where.get(el), was = where && where.chain.includes(list) ? where.chain.slice(0, where.chain.indexOf(list)) : [];
+      if ((el.isConnected ? Q.contains(list, el) && insideWorkish(el, list) : insideWorkish(el, null)) ||
+          was.some((a) => workish(a) || pieces.some((p) => p.el === a)) ||
+          pieces.some((p) => p.el === el || Q.contains(p.el, el) || p.el.contains(el))) continue;
       const tag = el.tagName.toLowerCase();
       const says = BUSY_TEXT.test(deepText(el)) || BUSY_NAME.test(name(el));
       const sels = features(el).map((f) => ({sel: compose(tag, f), rank: f.rank})).filter((c) => !/^(div|span|p|li|svg|path)$/.test(c.sel));
@@ -448,7 +493,11 @@ TURN_JS = r"""
         let now;
         try { now = Q.all(c.sel).filter(visible).length; } catch (e) { continue; }
         const inList = list && el.isConnected && Q.contains(list, el) && !BUSY_NAME.test(c.sel) && !says;
-        if (now === 0 && !inList) { out.push({sel: c.sel, rank: c.rank - (BUSY_NAME.test(c.sel + " " + name(el)) || says ? 2 : 0), name: name(el), seen: line.on.length, el}); break; }
+        if (now === 0 && !inList) {
+          out.push({sel: c.sel, rank: c.rank - (BUSY_NAME.test(c.sel + " " + name(el)) || says ? 2 : 0) + (line.on.length ? 0 : 1),
+                    name: name(el), seen: line.on.length, el});
+          break;
+        }
         if (tried.length < 20) tried.push([c.sel, now ? `${now} visible now the reply is over` : "inside the message list"]);
       }
     }

@@ -35,10 +35,10 @@ PAGES = {
     "tool cards in the bubble, nothing busy in a tool's pause": Variant(
         seed=105, work=["status", "tool", "thought"], work_ms=1600, work_busy=False, busy="none", work_place="in-bubble",
         work_form="toggle"),
-    # Every bubble the same element in its own shadow root, its author named once per group (Panel's chat
-    # looks so), and an "… is working" row in the list while the agent works.
+    # Every bubble the same element in its own shadow root, its author named once per group, an avatar and
+    # a time beside its words (Panel's chat looks so), and an "… is working" row in the list meanwhile.
     "authors named once per group, in nested shadow roots": Variant(seed=106, sides="name-once", shadow="nested",
-                                                                    busy="working", welcome=None),
+                                                                    busy="working", welcome=None, meta=True),
     # No class, role or attribute tells the sides apart, only inline styles; the newest message first in
     # the DOM; an empty chat on every load; every class with a counter that changes with each load.
     "newest first, sides by style, counters, forgets on reload": Variant(
@@ -120,6 +120,8 @@ def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, t
         assert options["completion"]["activity_quiet_ms"] >= 5000
         assert re.search(r"signal \S*work\(3\)", done.stderr)  # the probe's reply: the answer, its work apart
         assert "the agent shows its work" in done.stderr
+    if v.meta:  # the avatar and the time are no part of a bubble's words (the replies above are the echo alone)
+        assert "strip" in selectors and "parts of each bubble that are not its words ('🧑'" in done.stderr, agent
     if v.busy == "working":
         assert "is working" in done.stderr.split("\nbusy: ")[1].splitlines()[0], done.stderr
     if v.frame != "none":

@@ -28,6 +28,7 @@ from a seed (as CSS modules and styled-components make them), and the shapes rea
 * `forgets_on_reload`: a page loaded shows an empty chat (the server keeps the conversation);
 * `counters`: every class name carries a counter that changes with each page load (`kqzvtu-149`), as
   CSS-in-JS builds number their classes, plus a `jss<n>` class beside each;
+* `meta`: each bubble also shows an emoji avatar and the time it was sent;
 * faults for the driver's bounds: `break_watch` (the page breaks `checkVisibility` after the first
   message, so the reply watch throws inside the page), `block_ms` (the page's main thread is stuck
   that long after showing our message).
@@ -74,6 +75,7 @@ class Variant(BaseModel):
     newest_first: bool = False
     forgets_on_reload: bool = False
     counters: bool = False
+    meta: bool = False  # each bubble also shows an emoji avatar and the time it was sent (not the message's words)
 
     def names(self) -> dict[str, str]:
         """Class names for each part, generated from the seed in one of the styles real builds use."""
@@ -81,7 +83,7 @@ class Variant(BaseModel):
         style = rng.choice(["css-{}", "_{}_1", "sc-{}", "x{}"])
         parts = ["app", "header", "title", "log", "row", "user", "bot", "bubble", "text", "composer", "input", "send",
                  "stop", "dots", "new", "launcher", "panel", "welcome", "tag", "msgtag",
-                 "tool", "thought", "worktitle", "workbody", "status", "name", "avatar", "working"]  # (new ones last:
+                 "tool", "thought", "worktitle", "workbody", "status", "name", "avatar", "working", "face", "time"]  # (new ones last:
         # a seed keeps the names it had)
         out, tokens = {}, {}
         for part in parts:
@@ -244,6 +246,9 @@ _APP_JS = r"""
     return el("span", n.name, {}, name);
   }
   const byAuthor = ["name", "name-once", "avatar"].includes(v.sides);
+  // What a bubble shows beside its words (meta): an emoji avatar, the time it was sent.
+  const face = (role) => el("span", n.face, {}, role === "me" ? "🧑" : "🤖");
+  const sentAt = () => el("span", n.time, {}, new Date().toTimeString().slice(0, 5));
 
   // One message: a row with a bubble, or (shadow) an element whose own shadow root holds the bubble.
   function message(role, text) {
@@ -256,9 +261,11 @@ _APP_JS = r"""
       const side = styled[role === "me" ? 0 : 1];
       const look = v.sides === "style" ? {style: side.bubble || side.row} : {};  // (a row's own style goes on the bubble)
       const body = el("div", cls, {...(v.sides === "markup" ? {"data-from": author_} : {}), ...look});
+      if (v.meta) body.append(face(role));
       if (who) body.append(who);
       const textEl = el("div", "text", {}, text);
       body.append(textEl);
+      if (v.meta) body.append(sentAt());
       inner.append(el("style", "", {}, `.message { margin: 6px 0; padding: 6px 10px; border-radius: 10px; background: #f2f2f2; }
                                        .name { display: block; font-size: 11px; }`), body);
       return {node: host, bubble: body, text: textEl};
@@ -268,8 +275,10 @@ _APP_JS = r"""
     const look = v.sides === "style" ? styled[role === "me" ? 0 : 1] : {};
     const textEl = el("span", n.text, {}, text);
     const bubble = el("div", n.bubble, look.bubble ? {style: look.bubble} : {});
+    if (v.meta) bubble.append(face(role));
     if (who) bubble.append(who);
     bubble.append(textEl);
+    if (v.meta) bubble.append(sentAt());
     const row = el("div", cls, {...(v.shared_class && v.sides === "markup" ? {"data-author": author_} : {}),
                                 ...(look.row ? {style: look.row} : {})}, bubble);
     return {node: row, bubble, text: textEl};
