@@ -12,9 +12,10 @@ A part of the script of drivers/discover_page.py (its helpers in scope: `feature
   answer (kinds tool, thought, status, each with a selector); selectors for our bubbles and the
   agent's (each must match exactly one element per row of its side, none of the other side's, only
   inside the list, no two nested, and hold the row's text), or, where no selector tells the sides
-  apart, the element in each bubble that names its author; and the busy markers: elements seen only
-  while the agent worked (a stop button, typing dots, an "… is working" row), or the text box
-  disabled meanwhile. Candidates rejected are said with why.
+  apart, the element in each bubble that names its author; the parts of a bubble that are not its
+  words (an emoji avatar, a dot, a time); and the busy markers: elements seen only while the agent
+  worked (a stop button, typing dots, an "… is working" row), or the text box disabled meanwhile.
+  Candidates rejected are said with why.
 """
 
 from __future__ import annotations
