@@ -59,6 +59,9 @@ PROFILE = Profile(
         thought=f"{PANE} .chat-thinking",
         status=f"{PANE} .chat-working-indicator__status",  # "Waiting for a response… 16s", "Working… 3s"
         notice=f"{PANE} .chat-divider:has(.chat-compaction__glyph)",  # "Context compacted" in the thread
+        # A failed turn: the alert card over the composer (role=alert; read from 2026.9.6's control-ui bundle,
+        # not seen live): the wait ends at once instead of at timeout_s.
+        error=".chat-composer-neighbor-card.chat-error[role=alert]",
         new_chat="a.sidebar-new-session, a.sidebar-brand__new-thread",
     ),
     # A local agent turn takes seconds to minutes (tools, workspace context): be patient.
