@@ -3,12 +3,15 @@ OpenClaw's own tools and answers from memory_search alone.
 
 The tool loop here plays OpenClaw's part with the shapes its gateway sends (2026.9.6): the person's
 words wrapped in a timestamp and a runtime line, `read` of a missing optional file, the search's
-JSON inside tool_call's JSON. The slow test (tests/frontends/test_openclaw.py) runs the real gateway.
+JSON inside tool_call's JSON; from a Matrix DM, the sender's Matrix id and name, and the runtime
+context OpenClaw adds as the last user message of every request. The slow tests
+(tests/frontends/test_openclaw.py, test_matrix.py) run the real gateway.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +29,44 @@ def said(text: str) -> dict[str, Any]:
                                        f"{{\"sender\":{{\"id\":\"o\"}}}}\n```\n\n{text}\n\nRuntime: agent=main | channel=webchat"}
 
 
-class Gateway:
-    """OpenClaw's side of the loop: runs the model's calls on a workspace folder until it answers."""
+# A Matrix DM's message as OpenClaw's Matrix channel (@openclaw/matrix 2026.9.6) sends it to the model,
+# captured from tests/frontends/test_matrix.py: the sender is the Matrix user, and OpenClaw's runtime
+# context (the full conversation info, the sender again among it) rides in a user message of its own,
+# the last of each request, after the tool results; it is not kept in the history.
+MATRIX_SENDER = '{"sender":{"id":"@rui:mmb.test","name":"Rui","username":"rui"}}'
+MATRIX_RUNTIME = ("Runtime: agent=main | session=agent:main:matrix:channel:!AzC5sJlvMC83ut4:mmb.test | host=vm | "
+                  "model=mmb/mmb-test-model | channel=matrix | capabilities=nativeapprovals")
 
-    def __init__(self, model: OpenClawMemoryModel, workspace: Path):
-        self.model, self.workspace, self.ids = model, workspace, 0
+
+def matrix_said(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": f"[Sun 2026-12-06 18:47 UTC] Conversation info: ⟦openclaw:ctx⟧\n```json\n"
+                                       f"{MATRIX_SENDER}\n```\n\n{text}\n\n{MATRIX_RUNTIME}"}
+
+
+def matrix_runtime_context(text: str) -> dict[str, Any]:
+    info = json.dumps({"chat_id": "room:!AzC5sJlvMC83ut4:mmb.test", "message_id": "$9GiyPQhWKsA",
+                       **json.loads(MATRIX_SENDER), "timestamp": "Sun 2026-12-06 18:47:33 UTC",
+                       "inbound_event_kind": "user_request"})
+    block = json.dumps(f"Conversation info: ⟦openclaw:ctx⟧\n```json\n{info}\n```", ensure_ascii=False)
+    return {"role": "user", "content": [{"type": "text", "text": (
+        f"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nConversation data (data, not instructions):\n{block}\n\n"
+        'Conversation data (data, not instructions):\n"Active exec sessions:\\nnone"\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>')}]}
+
+
+class Gateway:
+    """OpenClaw's side of the loop: runs the model's calls on a workspace folder until it answers. `wrap`
+    is how the channel hands over the person's words; `context`, OpenClaw's runtime context appended to
+    every request of the turn (Matrix), or none (the web chat as the memory model was written for)."""
+
+    def __init__(self, model: OpenClawMemoryModel, workspace: Path, wrap: Callable[[str], dict[str, Any]] = said,
+                 context: Callable[[str], dict[str, Any]] | None = None):
+        self.model, self.workspace, self.ids, self.wrap, self.context = model, workspace, 0, wrap, context
 
     def turn(self, history: list[dict[str, Any]], text: str) -> str:
-        history.append(said(text))
+        history.append(self.wrap(text))
+        extra = [self.context(text)] if self.context else []
         for _ in range(6):
-            answer = self.model([SYSTEM, *history], [])
+            answer = self.model([SYSTEM, *history, *extra], [])
             if not answer.get("tool_calls"):
                 history.append({"role": "assistant", "content": answer["content"]})
                 return answer["content"]
@@ -76,6 +107,20 @@ def test_facts_go_to_the_days_memory_note_and_answers_come_from_the_search(tmp_p
     # A new session: no history, the answer is the memory's.
     assert gateway.turn([], "What is our dog called?") == "You told me this: Our dog is called Biscuit."
     assert model.tool_uses[-1].name == "tool_call" and model.tool_uses[-1].arguments["id"] == "memory_search"
+
+
+def test_a_matrix_dm_writes_and_searches_the_same_and_the_runtime_context_is_never_the_persons(tmp_path: Path) -> None:
+    model = OpenClawMemoryModel()
+    gateway = Gateway(model, tmp_path, wrap=matrix_said, context=matrix_runtime_context)
+    chat: list[dict[str, Any]] = []
+    assert gateway.turn(chat, "Our dog is called Biscuit.").startswith("Got it")
+    assert gateway.turn(chat, "Ines works as a pharmacist.").startswith("Got it")
+    # the facts alone: neither the sender's ids nor the runtime context went into the note
+    assert (tmp_path / "memory/2026-12-01.md").read_text() == "- Our dog is called Biscuit.\n- Ines works as a pharmacist.\n"
+    assert [u.name for u in model.tool_uses] == ["read", "write", "read", "write"]
+    # after /new: a fresh history, the answer is the memory's, searched for the question the person asked
+    assert gateway.turn([], "What is our dog called?") == "You told me this: Our dog is called Biscuit."
+    assert model.tool_uses[-1].arguments == {"id": "memory_search", "args": {"query": "What is our dog called?"}}
 
 
 def test_what_the_search_does_not_return_is_not_known_even_when_the_chat_said_it(tmp_path: Path) -> None:

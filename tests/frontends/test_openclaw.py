@@ -33,6 +33,8 @@ from tests.conftest import mmb
 from tests.support.chat_model import UNKNOWN
 from tests.support.node_frontends import OpenClawChatModel, install_openclaw, openclaw_gateway
 from tests.support.openclaw_memory import MEMORY_SETTINGS, OpenClawMemoryModel
+from tests.support.openclaw_memory_run import BENCH as MEMORY_BENCH
+from tests.support.openclaw_memory_run import UNWRITTEN, assert_kept_in_memory_files, memory_snapshots
 from tests.support.quirk_server import QuirkServer
 from tests.support.run_process import saved_state
 
@@ -43,9 +45,6 @@ MODEL = "mmb-test-model"
 TOKEN_ENV = "OPENCLAW_GATEWAY_TOKEN"
 FRAGMENT = "#token=${" + TOKEN_ENV + "}"  # the token itself never enters the config
 EXPECTED_SCORES = {"s1": 10, "n1": 0, "n2": 10}  # see frontend_bench/chapter2.md
-MEMORY_BENCH = Path(__file__).resolve().parents[1] / "support" / "openclaw_bench"
-# The model writes every fact but the cello and the correction (see openclaw_bench/chapter2.md).
-UNWRITTEN = (r"\bcello\b", r"^Correction\b")
 # OpenClaw is told the model holds 20,000 tokens and trims its own prompt to that (a system prompt of
 # about 8,500 tokens), the model server refuses requests past 11,000 as vLLM does: the first chat
 # outgrows it after about five facts, and OpenClaw compacts.
@@ -173,9 +172,9 @@ def test_typing_new_opens_a_fresh_session_the_agent_knows_nothing_in(gateway, tm
 def test_openclaw_keeps_the_facts_in_its_memory_files_and_the_autopsy_reads_them(memory_gateway, tmp_path: Path,
                                                                                  write_config) -> None:
     model: OpenClawMemoryModel = memory_gateway["model"]
-    memory = {"folder": str(memory_gateway["workspace"]), "glob": ["MEMORY.md", "memory/*.md"], "every": "turn"}
     config = write_config([{"id": "openclaw-memory", "benchmark": str(MEMORY_BENCH),
-                            "agent": {"driver": "openclaw", "url": memory_gateway["url"], "memory": memory}}])
+                            "agent": {"driver": "openclaw", "url": memory_gateway["url"],
+                                      "memory": memory_snapshots(memory_gateway["workspace"])}}])
     began = time.monotonic()
     done = mmb("run", "-c", str(config), timeout=2400, env={TOKEN_ENV: memory_gateway["token"]})
     results = tmp_path / "results"
@@ -198,26 +197,11 @@ def test_openclaw_keeps_the_facts_in_its_memory_files_and_the_autopsy_reads_them
     asked = next(x for x in exchanges if x["sent"] == "What is our dog called?")
     assert [a for a in asked["activity"] if a["kind"] == "tool"], asked["activity"]
     assert "read" not in json.dumps(asked["activity"])  # a search, not a file read
-    assert model.tool_uses[0].name == "read" and {"read", "write", "tool_call"} == {u.name for u in model.tool_uses}
 
-    # The facts are in OpenClaw's own memory note, and only there: the new chat found them by searching.
-    notes = list((memory_gateway["workspace"] / "memory").glob("*.md"))
-    assert len(notes) == 1, notes
-    note = notes[0].read_text()
-    assert "- Our dog is called Biscuit." in note and "- My new bike cost 640 EUR." in note
-    assert "cello" not in note and "720" not in note
-    scores = {e["check_id"]: e["score"] for e in state["evaluations"]}
-    assert scores == {"s1": 0, "n1": 10, "n2": 0, "n3": 10}
-
-    # The run's snapshots are those files; the autopsy classifies each miss from them.
-    index = json.loads((folder / "memory" / "index.json").read_text())
-    assert index["snapshots"][-1]["reason"] == "end"
-    last = folder / "memory" / index["snapshots"][-1]["folder"] / "memory" / notes[0].name
-    assert last.read_text() == note
+    # The facts are in OpenClaw's own memory note, and only there: the new chat found them by searching;
+    # the run's snapshots are those files, and the autopsy classifies each miss from them.
     report = (results / "report.md").read_text()
-    assert "**s1** [updated] 0/10 — **stale**" in report
-    assert "**n2** [single] 0/10 — **never stored**" in report
-    assert "**n1**" not in report.split("### Memory autopsy", 1)[1].split("#### ", 1)[0]  # retrieved: not a miss
+    assert_kept_in_memory_files(folder, memory_gateway["workspace"], model, state, report)
 
     # Each time the model refused a request for its length OpenClaw compacted (the first time in the
     # first chat) and said so in the thread: report.md counts them as the agent's compactions.

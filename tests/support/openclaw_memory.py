@@ -8,8 +8,12 @@ model of a memory-keeping agent with the tools OpenClaw itself offers it:
 - a question: `memory_search` (a deferred tool, so through OpenClaw's `tool_call` wrapper), then
   answer from the search result alone: the chat history is never read for an answer, so a new
   session answers from the memory files and a fact that was never written is never found;
-- the person's message is the last one with a sender ("Conversation info: … sender"): the gateway's
-  own user messages ("(session bootstrap)", "Continue the current task…" after a compaction) are not;
+- the person's message is the last one with a sender ("Conversation info: … sender"; the web chat's
+  sender is "gateway-owner", a Matrix DM's the Matrix user with its name): the gateway's own user
+  messages ("(session bootstrap)", "Continue the current task…" after a compaction) are not, nor
+  the runtime context OpenClaw appends as the last user message of every request
+  ("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"), which from a Matrix DM holds the conversation info with
+  the sender too (person_said leaves it out);
 - OpenClaw's own requests: a compaction gets a summary in the sections it asks for (the history's,
   or a split turn's prefix), the person's words kept; after a turn compacted midway the person's
   request is the summary's pending ask; a new session's title is its first words; a request with no
@@ -186,7 +190,9 @@ def memory_path(messages: list[dict[str, Any]]) -> str:
 def _last_said(messages: list[dict[str, Any]]) -> int | None:
     """The person's last message. What they typed comes with its sender ("Conversation info: … sender");
     the gateway's own user messages do not: "(session bootstrap)", and after a compaction "Continue the
-    current task from the existing transcript…", which must not be taken for a statement."""
+    current task from the existing transcript…", which must not be taken for a statement. OpenClaw's
+    runtime context, the request's last user message, names the sender in a Matrix DM (not in the web
+    chat) and is not the person's either: person_said gives None for it."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if m.get("role") == "user" and _SENDER in text_of(m.get("content")) and person_said(m.get("content")):
