@@ -110,7 +110,7 @@ def test_an_agent_at_work_plays_through_the_real_frontend(case: AgentCase, tmp_p
             case.setup(running.url.rstrip("/"), MODEL)
         reply = harness.run(_one_turn(harness, case.frontend.name, running.url, tmp_path / "turn"))
         _assert_answer_apart_from_work(reply, model.answers[-1], case.kinds)
-        model.answers.clear(), model.requests.clear(), model.completions.clear()
+        model.forget()
 
         began = time.monotonic()
         done = mmb("run", "-c", str(write_config([{"id": case.frontend.name, "benchmark": str(BENCH),

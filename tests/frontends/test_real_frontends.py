@@ -78,8 +78,7 @@ def _discover_and_play(frontend: Frontend, url: str, model: ChatModel, tmp_path:
                        write_config) -> tuple[dict | None, float]:
     """`mmb discover` on the page, then the benchmark through what it found: the agent block (None where
     discovery is known to fail, and does) and the seconds discovery took."""
-    model.answers.clear()
-    model.requests.clear()
+    model.forget()
     began = time.monotonic()
     found = mmb("discover", url, "--out", str(tmp_path / "discover"), timeout=300)
     discovered_s = time.monotonic() - began
@@ -89,8 +88,7 @@ def _discover_and_play(frontend: Frontend, url: str, model: ChatModel, tmp_path:
         return None, discovered_s
     assert found.returncode == 0, found.stderr
     agent = json.loads(found.stdout)
-    model.answers.clear()  # the probe's messages
-    model.requests.clear()
+    model.forget()  # the probe's messages
     run_id = f"{frontend.name}-discovered"
     again = mmb("run", "-c", str(write_config([{"id": run_id, "benchmark": str(BENCH), "agent": agent}],
                                               browser={"trace": "retain-on-failure"})), timeout=1200)
@@ -114,7 +112,9 @@ def _assert_played(run_id: str, done, results: Path, model: ChatModel, *, done_m
     assert [_squash("\n".join(x["reply"])) for x in exchanges] == [_squash(a) for a in model.answers]
     assert state["sends"]["resent"] == [] and state["sends"]["typed"] == len(exchanges)
     # What the model received, request by request (its last user message), is what was typed: once each.
-    received = [_squash(text_of([m for m in r if m.get("role") == "user"][-1].get("content"))) for r in model.requests]
+    # A request that carries a tool's result is the same turn going on (an agent at work), not a new message.
+    received = [_squash(text_of([m for m in r if m.get("role") == "user"][-1].get("content")))
+                for r, step in zip(model.requests, model.completions) if not step.tool_results]
     assert received == [_squash(x["sent"]) for x in exchanges]
     if done_marker:
         wanted = ["busy-gone"] + (["done"] if build_profile(run_id, {}, {}).selectors.done else [])

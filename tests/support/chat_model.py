@@ -105,6 +105,11 @@ class ChatModel:
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def forget(self) -> None:
+        """Drop what was asked and answered so far (a probe's messages before the run under test)."""
+        with self._lock:
+            self.answers.clear(), self.requests.clear(), self.completions.clear()
+
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         step = self._step(messages, tools)
         with self._lock:
