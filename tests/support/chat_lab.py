@@ -512,7 +512,8 @@ _HTML = r"""<!doctype html>
     if (cfg.welcome !== null) add({role: "bot", text: cfg.welcome, welcome: true, done: true});
     const res = await fetch(`/api/c/${conv}`);
     const history = (await res.json()).messages;
-    if (!cfg.forgets_on_reload) for (const m of history) add({role: m.role, text: m.text, done: true});
+    // (a message may come with the work it showed: `work` in its bubble, or a {role: "work", kind, title, body})
+    if (!cfg.forgets_on_reload) for (const m of history) add({...m, done: true});
     log.dataset.ready = "1";
   }
   const ready = load();
