@@ -21,7 +21,7 @@ from typing import Any
 
 from playwright.async_api import Browser
 
-from bench.overhead import Results, Sample, message, play_rounds
+from bench.overhead import Results, Sample, play_rounds
 from bench.stats import median
 from drivers.generic import PlaywrightDriver
 from drivers.profile import Profile

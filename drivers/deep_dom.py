@@ -26,14 +26,18 @@ from __future__ import annotations
 # Runs in every frame before the page's scripts: records each open shadow root when it is attached.
 SHADOW_HOOK_JS = r"""(() => {
   if (window.__mmbShadowRoots) return;
-  const hook = {roots: new Set(), listeners: new Set(), version: 0};
+  // (fresh: the roots attached since the query helper last looked, in order)
+  const hook = {roots: new Set(), fresh: [], listeners: new Set(), observers: new Map(), version: 0};
   Object.defineProperty(window, "__mmbShadowRoots", {value: hook, enumerable: false});
   const attach = Element.prototype.attachShadow;
   Element.prototype.attachShadow = function (init) {
     const root = attach.call(this, init);
     if (init && init.mode === "open") {
       hook.roots.add(root);
+      hook.fresh.push(root);
       hook.version++;
+      // Watched from its first moment: what the page puts in it makes change records like any other.
+      for (const [observer, options] of hook.observers) observer.observe(root, options);
       // Told once the page's own code has run on (a host gets its root before it is put in the page).
       queueMicrotask(() => {
         for (const listener of hook.listeners) { try { listener(root); } catch (e) { /* a watch gone wrong */ } }
@@ -47,7 +51,7 @@ SHADOW_HOOK_JS = r"""(() => {
 DEEP_DOM_JS = r"""(() => {
   if (window.__mmbDom) return window.__mmbDom;
   const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
-  const hook = window.__mmbShadowRoots || {roots: new Set(), listeners: new Set(), version: 0};
+  const hook = window.__mmbShadowRoots || {roots: new Set(), fresh: [], listeners: new Set(), observers: new Map(), version: 0};
   const hooked = !!window.__mmbShadowRoots;
   const roots = hook.roots;
   let walks = 0;
@@ -66,13 +70,21 @@ DEEP_DOM_JS = r"""(() => {
     if (!hooked) walk(document);
   }
 
-  // Shadow roots grouped by the tree their host lives in, each group in tree order; rebuilt when a
-  // root came or went, or when a host that was not in the page (given its root before it was put
-  // there) is in it now (a host moved elsewhere without either is not noticed until then).
-  let layout = null, layoutAt = -1, outside = [];
+  // Shadow roots grouped by the tree their host lives in, each group in tree order; brought up to
+  // date when a root came or went, or when a host that was not in the page (given its root before it
+  // was put there) is in it now (a host moved elsewhere without either is not noticed until then).
+  // A root that came after every other of its tree (a new message's) is put at the end; anything
+  // else sorts them all again (one sort of 2,000 hosts costs milliseconds, a new message in a long
+  // chat brings several roots).
+  let layout = null, layoutAt = -1, outside = [], walksAt = -1;
   function childRoots() {
     const version = hook.version + walks;
     if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
+    const came = [...outside, ...hook.fresh.splice(0)];
+    if (layout && walksAt === walks) {
+      outside = came.filter((r) => !r.host.isConnected);
+      if (came.every((r) => !r.host.isConnected || atEnd(r))) { layoutAt = version; return layout; }
+    }
     layout = new Map();
     outside = [];
     for (const r of roots) {
@@ -83,16 +95,23 @@ DEEP_DOM_JS = r"""(() => {
     }
     for (const list of layout.values()) list.sort((a, b) => (a.host.compareDocumentPosition(b.host) & FOLLOWING ? -1 : 1));
     layoutAt = version;
+    walksAt = walks;
     return layout;
+  }
+  function atEnd(r) {  // put at the end of its tree's roots if it is last there
+    const tree = r.host.getRootNode();
+    const list = layout.get(tree);
+    if (!list) return layout.set(tree, [r]), true;
+    if (!(list[list.length - 1].host.compareDocumentPosition(r.host) & FOLLOWING)) return false;
+    list.push(r);
+    return true;
   }
 
   // Matches in `tree` (a document, shadow root or element) and in the shadow roots inside it, merged
   // in composed order: a root's matches go right after its host.
   function collect(sel, tree, kids) {
     const own = tree.querySelectorAll(sel);
-    const isElement = tree.nodeType === Node.ELEMENT_NODE;
-    let subs = kids.get(isElement ? tree.getRootNode() : tree) || [];
-    if (isElement) subs = subs.filter((r) => r.host === tree || tree.contains(r.host));
+    const subs = tree.nodeType === Node.ELEMENT_NODE ? rootsIn(tree, kids) : kids.get(tree) || [];
     if (!subs.length) return Array.from(own);
     const out = [];
     let i = 0;
@@ -102,6 +121,20 @@ DEEP_DOM_JS = r"""(() => {
     }
     while (i < own.length) out.push(own[i++]);
     return out;
+  }
+  // The roots whose hosts are `el` or inside it: a run of its tree's roots (in tree order), found by
+  // halves, not by a look at each of a long chat's roots.
+  function rootsIn(el, kids) {
+    const list = kids.get(el.getRootNode());
+    if (!list) return [];
+    let lo = 0, hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1, host = list[mid].host;
+      if (host === el || el.compareDocumentPosition(host) & FOLLOWING) hi = mid; else lo = mid + 1;
+    }
+    let end = lo;
+    while (end < list.length && el.contains(list[end].host)) end++;
+    return list.slice(lo, end);
   }
   function all(sel, scope) {
     if (!sel) return [];
@@ -135,15 +168,18 @@ DEEP_DOM_JS = r"""(() => {
   }
 
   const OPTIONS = {subtree: true, childList: true, attributes: true, characterData: true};
-  // Every DOM change in the document and its shadow roots, those attached later included (a new
-  // root calls back with no records).
+  // Every DOM change in the document and its shadow roots, those attached later included: the hook
+  // observes a new root as it is attached (so what the page puts in it makes records), and calls
+  // back with no records once the page's code has run on.
   function observe(callback, options = OPTIONS) {
     const mo = new MutationObserver(callback);
     mo.observe(document, options);  // not documentElement: null in a page that has only begun to load (a reload)
-    for (const r of roots) if (r.host.isConnected) mo.observe(r, options);
+    for (const r of roots) mo.observe(r, options);  // (a host not in the page yet may be put there later)
     const onRoot = (r) => { mo.observe(r, options); callback([]); };
     hook.listeners.add(onRoot);
-    return {disconnect() { mo.disconnect(); hook.listeners.delete(onRoot); }, takeRecords: () => mo.takeRecords()};
+    hook.observers.set(mo, options);
+    return {disconnect() { mo.disconnect(); hook.listeners.delete(onRoot); hook.observers.delete(mo); },
+            takeRecords: () => mo.takeRecords()};
   }
 
   // `all`, kept between calls and brought up to date from the DOM's change records: a check of the
@@ -158,7 +194,9 @@ DEEP_DOM_JS = r"""(() => {
     if (!sel) return [];
     if (sel.includes(":")) return all(sel);
     if (!keeper) {
-      keeper = observe((records) => track(records), {subtree: true, childList: true, attributes: true, attributeOldValue: true});
+      // (a new shadow root needs nothing of its own: the records of what goes in it are followed)
+      keeper = observe((records) => records.length && track(records),
+                       {subtree: true, childList: true, attributes: true, attributeOldValue: true});
     }
     const pending = keeper.takeRecords();
     if (pending.length) track(pending);
@@ -167,10 +205,10 @@ DEEP_DOM_JS = r"""(() => {
     if (!entry.list) { entry.list = all(sel); entry.set = new Set(entry.list); }
     return entry.list;
   }
-  function track(records) {  // no records: a shadow root came, every list is queried again
+  function track(records) {
     for (const entry of kept.values()) {
       if (!entry.list) continue;
-      if (!records.length || !records.every((r) => follow(r, entry))) entry.list = null;
+      if (!records.every((r) => follow(r, entry))) entry.list = null;
     }
   }
   // One change applied to a kept list (a new array: lists handed out are never changed); false when
@@ -241,9 +279,7 @@ DEEP_DOM_JS = r"""(() => {
   // layout. Elements matching `skip` are left out where they stand (a name, a time inside a bubble).
   // A part holding no root and nothing skipped is read by the browser's own innerText / textContent.
   function hasRoot(el) {
-    if (el.shadowRoot) return true;
-    const subs = childRoots().get(el.getRootNode());
-    return !!subs && subs.some((r) => el.contains(r.host));
+    return !!el.shadowRoot || rootsIn(el, childRoots()).length > 0;
   }
   const NOT_TEXT = /^(SCRIPT|STYLE|TEMPLATE|NOSCRIPT)$/;
   const BLOCK = /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|DD|DETAILS|DIV|DL|DT|FIELDSET|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HR|LI|MAIN|NAV|OL|P|PRE|SECTION|SUMMARY|TABLE|TR|UL)$/;

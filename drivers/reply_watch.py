@@ -126,34 +126,80 @@ WATCH_JS = in_page(r"""
   const whole = (p) => (p ? new RegExp("^(?:" + p + ")$", "i") : null);
   const agentName = whole(cfg.authorAgent), userName = whole(cfg.authorUser);
   const sideMemo = byName ? (window.__mmbSides = window.__mmbSides || new Map()) : null;
-  const memoKey = [cfg.author, cfg.authorAgent, cfg.authorUser].join("\u0000");
-  if (byName && !sideMemo.has(memoKey)) sideMemo.set(memoKey, new WeakMap());
-  function nameOf(el) {
-    const a = Q.all(cfg.author, el)[0];
-    if (!a) return null;
+  const memoKey = [cfg.message, cfg.author, cfg.authorAgent, cfg.authorUser].join("\u0000");
+  // own: each bubble's side by its own name; index: where a bubble stood in the list last worked out
+  if (byName && !sideMemo.has(memoKey)) sideMemo.set(memoKey, {own: new WeakMap(), index: new WeakMap(), last: null});
+  function nameOf(a) {  // the name an author element shows
     const img = a.matches("img, [role=img]") ? a : Q.all("img[alt], [role=img][aria-label]", a)[0];
     const said = Q.text(a).trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
                  a.getAttribute("aria-label") || a.getAttribute("title") || "";
     return said.replace(/\s+/g, " ").trim() || null;
   }
-  function ownSide(el) {  // from the bubble's own name; null when it shows none (a name drawn later is read then)
-    const memo = sideMemo.get(memoKey);
+  // From the bubble's own name: "agent", "user" or "other"; null when it has no author element, and
+  // "unnamed" when its author element shows no name yet (a name drawn later is read then).
+  function ownSide(el) {
+    const memo = sideMemo.get(memoKey).own;
     if (memo.has(el)) return memo.get(el);
-    const name = nameOf(el);
-    if (name === null) return null;
+    const a = Q.all(cfg.author, el)[0];
+    if (!a) return null;
+    const name = nameOf(a);
+    if (name === null) return "unnamed";
     const agent = !!agentName && agentName.test(name), user = !!userName && userName.test(name);
     const side = agent ? "agent" : user ? "user" : !agentName ? "agent" : !userName ? "user" : "other";
     memo.set(el, side);
     return side;
   }
-  function sides() {  // [the agent's bubbles, ours], in reading order
+  // [the agent's bubbles, ours], in reading order. Worked out again only from the first bubble that
+  // may have changed since the last time, so a check in a long chat costs what its new bubbles cost:
+  // the bubbles before stand as they were while the list of bubbles kept them in the same places and
+  // the list of author elements only grew at its end, none of the new ones inside them (both lists
+  // kept from the DOM's change records). A bubble whose author element shows no name yet is read
+  // again every time, and so is every bubble after it.
+  function sides() {
+    const memo = sideMemo.get(memoKey), last = memo.last;
+    const raw = all(cfg.message), authors = all(cfg.author), reversed = reversedNow();
+    if (last && last.raw === raw && last.authors === authors && last.reversed === reversed &&
+        last.unsure === last.list.length) return last.result;
+    const list = reversed ? raw.slice().reverse() : raw;
+    let from = 0;
+    if (last && last.reversed === reversed) {
+      const same = Math.min(last.list.length, list.length, last.unsure);
+      while (from < same && last.list[from] === list[from]) from++;
+      if (last.authors !== authors) from = Math.min(from, firstWithNewAuthor(last, authors, list, from));
+    }
+    const at = last ? last.at.slice(0, from) : [];  // each bubble's side, its own or the one before's
     const agent = [], user = [];
-    let side = null;
-    for (const el of ordered(cfg.message)) {
-      side = ownSide(el) || side;
+    for (let i = 0; i < from; i++) if (at[i] === "agent") agent.push(list[i]); else if (at[i] === "user") user.push(list[i]);
+    let side = from ? at[from - 1] : null, unsure = list.length;
+    for (let i = from; i < list.length; i++) {
+      const el = list[i], own = ownSide(el);
+      if (own === "unnamed" && unsure === list.length) unsure = i;
+      side = (own !== "unnamed" && own) || side;
+      at.push(side);
+      memo.index.set(el, i);
       if (side === "agent") agent.push(el); else if (side === "user") user.push(el);
     }
-    return [agent, user];
+    memo.last = {raw, authors, reversed, list, at, unsure, result: [agent, user]};
+    return memo.last.result;
+  }
+  // The first bubble of the list's first `upTo` that a new author element may have named: 0 when the
+  // list of them did not just grow at its end.
+  function firstWithNewAuthor(last, authors, list, upTo) {
+    const before = last.authors;
+    if (authors.length < before.length || before.some((a, i) => authors[i] !== a)) return 0;
+    const up = (el) => {
+      const p = el.parentNode;
+      const next = p instanceof ShadowRoot ? p.host : p && p.nodeType === Node.ELEMENT_NODE ? p : null;
+      return next && Q.closest(next, cfg.message);
+    };
+    let first = upTo;
+    for (const a of authors.slice(before.length)) {
+      for (let m = Q.closest(a, cfg.message); m; m = up(m)) {
+        const i = sideMemo.get(memoKey).index.get(m);
+        if (i !== undefined && i < first && list[i] === m) first = i;
+      }
+    }
+    return first;
   }
   const candidates = () => (byName ? sides()[0] : ordered(cfg.assistant));
   const ourBubbles = () => (byName ? sides()[1] : ordered(cfg.user));
