@@ -61,7 +61,11 @@ DEEP_DOM_JS = r"""(() => {
     const it = document.createTreeWalker(top, NodeFilter.SHOW_ELEMENT);
     for (let el = it.nextNode(); el; el = it.nextNode()) {
       if (!el.shadowRoot) continue;
-      if (!roots.has(el.shadowRoot)) { roots.add(el.shadowRoot); walks++; }
+      if (!roots.has(el.shadowRoot)) {
+        roots.add(el.shadowRoot);
+        walks++;
+        if (shared) shared.observe(el.shadowRoot, ALL);
+      }
       walk(el.shadowRoot);
     }
   }
@@ -167,19 +171,51 @@ DEEP_DOM_JS = r"""(() => {
     return false;  // not in one document
   }
 
-  const OPTIONS = {subtree: true, childList: true, attributes: true, characterData: true};
-  // Every DOM change in the document and its shadow roots, those attached later included: the hook
-  // observes a new root as it is attached (so what the page puts in it makes records), and calls
-  // back with no records once the page's code has run on.
-  function observe(callback, options = OPTIONS) {
-    const mo = new MutationObserver(callback);
-    mo.observe(document, options);  // not documentElement: null in a page that has only begun to load (a reload)
-    for (const r of roots) mo.observe(r, options);  // (a host not in the page yet may be put there later)
-    const onRoot = (r) => { mo.observe(r, options); callback([]); };
-    hook.listeners.add(onRoot);
-    hook.observers.set(mo, options);
-    return {disconnect() { mo.disconnect(); hook.listeners.delete(onRoot); hook.observers.delete(mo); },
-            takeRecords: () => mo.takeRecords()};
+  // Every DOM change in the document and its shadow roots, those attached later included: one
+  // MutationObserver for all who watch the page (observing thousands of shadow roots once, not at
+  // every wait), which the hook makes observe a new root as it is attached (so what the page puts in
+  // it makes records). Each watcher gets every record (of every kind), and a call with no records
+  // once a new root's page code has run on; records one watcher takes early reach the others in a
+  // microtask. A watcher that throws does not keep the others from theirs (the error is reported).
+  const ALL = {subtree: true, childList: true, attributes: true, attributeOldValue: true, characterData: true};
+  const watchers = new Set();
+  let shared = null, delivering = false;
+  function sharedObserver() {
+    if (shared) return shared;
+    shared = new MutationObserver((records) => { spread(records); deliver(); });
+    shared.observe(document, ALL);  // not documentElement: null in a page that has only begun to load (a reload)
+    for (const r of roots) shared.observe(r, ALL);  // (a host not in the page yet may be put there later)
+    hook.observers.set(shared, ALL);
+    hook.listeners.add((r) => {
+      shared.observe(r, ALL);
+      for (const w of [...watchers]) if (watchers.has(w)) call(w, []);
+    });
+    return shared;
+  }
+  function spread(records) {
+    if (!records.length) return;
+    for (const w of watchers) w.buffer.push(...records);
+    if (!delivering) { delivering = true; queueMicrotask(deliver); }
+  }
+  function deliver() {
+    delivering = false;
+    for (const w of [...watchers]) {
+      if (!watchers.has(w) || !w.buffer.length) continue;
+      const records = w.buffer;
+      w.buffer = [];
+      call(w, records);
+    }
+  }
+  function call(w, records) {
+    try { w.callback(records); } catch (e) { setTimeout(() => { throw e; }); }
+  }
+  function observe(callback) {
+    const mo = sharedObserver();
+    spread(mo.takeRecords());  // changes made before it are not its
+    const w = {callback, buffer: []};
+    watchers.add(w);
+    return {disconnect() { watchers.delete(w); },
+            takeRecords() { spread(mo.takeRecords()); const records = w.buffer; w.buffer = []; return records; }};
   }
 
   // `all`, kept between calls and brought up to date from the DOM's change records: a check of the
@@ -195,8 +231,7 @@ DEEP_DOM_JS = r"""(() => {
     if (sel.includes(":")) return all(sel);
     if (!keeper) {
       // (a new shadow root needs nothing of its own: the records of what goes in it are followed)
-      keeper = observe((records) => records.length && track(records),
-                       {subtree: true, childList: true, attributes: true, attributeOldValue: true});
+      keeper = observe((records) => records.length && track(records));
     }
     const pending = keeper.takeRecords();
     if (pending.length) track(pending);
