@@ -219,28 +219,40 @@ DEEP_DOM_JS = r"""(() => {
   }
 
   // `all`, kept between calls and brought up to date from the DOM's change records: a check of the
-  // reply costs what changed since the last one, not what the whole chat holds. A match added at the
-  // end of the list (a new message) is appended; anything else that may change the list (a match
-  // inserted before others, a changed attribute the selector reads on an element holding matches)
-  // drops it, to be queried again. Selectors with a pseudo-class (:hover, :last-child, :has()...)
-  // may change without a telling record: never kept.
+  // reply costs what changed since the last one, not what the whole chat holds. A match added is put
+  // in its place (at the end for a new message; found by halves when it comes before others: a card
+  // put first in a bubble, a list shown newest first); anything else that may change the list (a
+  // match moved, a changed attribute the selector reads on an element holding matches) drops it, to
+  // be queried again. Selectors with a pseudo-class (:hover, :last-child, :has()...) may change
+  // without a telling record: never kept.
   const kept = new Map();  // selector -> {sel, list (null: query again), set}
-  let keeper = null;
-  function live(sel) {
-    if (!sel) return [];
-    if (sel.includes(":")) return all(sel);
+  let keeper = null, changes = 0;
+  function caughtUp() {  // every change so far followed
     if (!keeper) {
       // (a new shadow root needs nothing of its own: the records of what goes in it are followed)
       keeper = observe((records) => records.length && track(records));
     }
     const pending = keeper.takeRecords();
     if (pending.length) track(pending);
+  }
+  // How many times an element was added, removed or moved anywhere so far: where elements stand
+  // relative to each other holds while it stays the same (text changing in place does not count).
+  function structure() {
+    caughtUp();
+    return changes;
+  }
+  function live(sel) {
+    if (!sel) return [];
+    if (sel.includes(":")) return all(sel);
+    caughtUp();
     let entry = kept.get(sel);
     if (!entry) kept.set(sel, (entry = {sel, list: null, set: null}));
     if (!entry.list) { entry.list = all(sel); entry.set = new Set(entry.list); }
     return entry.list;
   }
   function track(records) {
+    const isElement = (n) => n.nodeType === Node.ELEMENT_NODE;
+    for (const r of records) if (r.type === "childList" && ([...r.addedNodes].some(isElement) || [...r.removedNodes].some(isElement))) changes++;
     for (const entry of kept.values()) {
       if (!entry.list) continue;
       if (!records.every((r) => follow(r, entry))) entry.list = null;
@@ -256,7 +268,7 @@ DEEP_DOM_JS = r"""(() => {
       const el = record.target;
       if (el.firstElementChild && (el.querySelector(sel) || entry.list.some((m) => m !== el && el.contains(m)))) return false;
       if (el.matches(sel) === entry.set.has(el)) return true;
-      return entry.set.has(el) ? drop(entry, [el]) : append(entry, [el]);
+      return entry.set.has(el) ? drop(entry, [el]) : insert(entry, [el]);
     }
     const gone = [...record.removedNodes].filter(isElement);
     // Moved, not removed: it (or what it holds) may now stand elsewhere in the list.
@@ -266,7 +278,7 @@ DEEP_DOM_JS = r"""(() => {
       if (!isElement(n) || !n.isConnected) continue;
       const hits = all(sel, n);
       if (n.matches(sel)) hits.unshift(n);
-      if (hits.length && !append(entry, hits)) return false;
+      if (hits.length) insert(entry, hits);
     }
     return true;
   }
@@ -277,12 +289,14 @@ DEEP_DOM_JS = r"""(() => {
     for (const m of els) entry.set.delete(m);
     return true;
   }
-  function append(entry, els) {
+  function insert(entry, els) {  // the matches of one element added (or changed), in composed order: they stand together
     const fresh = els.filter((m) => !entry.set.has(m));
-    const last = entry.list[entry.list.length - 1];
     if (!fresh.length) return true;
-    if (last && !after(last, fresh[0])) return false;  // not at the end
-    entry.list = entry.list.concat(fresh);
+    const list = entry.list;
+    let lo = 0, hi = list.length;
+    if (!hi || after(list[hi - 1], fresh[0])) lo = hi;
+    else while (lo < hi) { const mid = (lo + hi) >> 1; if (after(list[mid], fresh[0])) lo = mid + 1; else hi = mid; }
+    entry.list = lo === list.length ? list.concat(fresh) : [...list.slice(0, lo), ...fresh, ...list.slice(lo)];
     for (const m of fresh) entry.set.add(m);
     return true;
   }
@@ -344,7 +358,7 @@ DEEP_DOM_JS = r"""(() => {
   }
   const text = (el, exact = false, skip = null) => composedText(el, exact, skip || null).replace(/\n{3,}/g, "\n\n");
 
-  const Q = {all, live, closest, contains, after, observe, refresh, html, shadowRoots, text, hasRoot};
+  const Q = {all, live, structure, closest, contains, after, observe, refresh, html, shadowRoots, text, hasRoot};
   Object.defineProperty(window, "__mmbDom", {value: Q, enumerable: false, configurable: true});
   walk(document);
   return Q;

@@ -72,8 +72,18 @@ WATCH_JS = in_page(r"""
   const ordered = (s, scope) => inOrder(all(s, scope));
   const ignored = (el) => !!(cfg.ignore && Q.closest(el, cfg.ignore));
   // The elements of a list in reading order that come after `anchor`: a suffix, found from the end,
-  // so a check costs what the new messages cost, not what the whole chat does.
-  const tail = (list, anchor) => { let i = list.length; while (i > 0 && after(anchor, list[i - 1])) i--; return list.slice(i); };
+  // so a check costs what the new messages cost, not what the whole chat does. Where it starts is
+  // kept while the list, the anchor and where elements stand (Q.structure) are the same: the compare
+  // that finds the first element before the anchor costs, in Chromium, a walk of the whole chat.
+  const tails = (window.__mmbTails = window.__mmbTails || new WeakMap());
+  const tail = (list, anchor) => {
+    const known = tails.get(list), now = Q.structure();
+    if (known && known.anchor === anchor && known.structure === now) return list.slice(known.from);
+    let i = list.length;
+    while (i > 0 && after(anchor, list[i - 1])) i--;
+    tails.set(list, {anchor, structure: now, from: i});
+    return list.slice(i);
+  };
   const busyNow = () => all(cfg.busy).some(visible);
 
   // The agent's work shown in the chat (tool cards, thoughts, status lines): never its answer.
@@ -301,11 +311,14 @@ WATCH_JS = in_page(r"""
                lastUser: users.length ? plainText(users[users.length - 1]) : null,
                before: tellsOurs ? [] : before.filter((el) => !ignored(el)).map(quickText),
                marked: mark ? before.length : 0, marking: !!mark, seen: marks, observer: null, stop: null,
-               checks: 0, checkMs: 0, work: new Map(), workOrder: [], workChanged: 0};
+               busyShown: false, checks: 0, checkMs: 0, work: new Map(), workOrder: [], workChanged: 0};
     // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
+    // (While the last look found the busy marker shown, the next check looks again, within pollMs: a
+    // look makes the page work out its styles, which after a change that restyles the whole page, a
+    // <style> added with a tool card's icon, costs what the whole chat does.)
     w.observer = Q.observe(() => {
       const t = performance.now();
-      if (cfg.busy && busyNow()) { w.busySeen = w.busySeen || t; w.busyLast = t; }
+      if (cfg.busy && !w.busyShown && busyNow()) { w.busySeen = w.busySeen || t; w.busyLast = t; w.busyShown = true; }
       if (!w.placeholderSeen) assess(w);
       w.checkMs += performance.now() - t;
     });
@@ -334,6 +347,7 @@ WATCH_JS = in_page(r"""
     const {anchor, shown, real, lastReal, pending, work, workAfter} = seenNow;
     const busy = busyNow();
     if (busy) { w.busySeen = w.busySeen || now; w.busyLast = now; }
+    w.busyShown = busy;
     // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
     const doneMark = (el) => !!Q.closest(el, cfg.done) || all(cfg.done, el).length > 0 ||
                              tail(ordered(cfg.done), el).some((d) => !seen(w, d));
