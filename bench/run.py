@@ -209,8 +209,8 @@ async def bench_long_chat(args, out: list[str]) -> None:
     out += ["## 2b. Long chats: per-turn overhead with 10 and 2,000 bubbles", "",
             f"The instrumented page opened with {long_chat.SIZES[0]} and with {long_chat.SIZES[-1]} earlier bubbles "
             "(half ours, half finished replies); our driver (demo profile, trace off) and the tight floor, "
-            f"{args.rounds} rounds of {args.turns} turns each, interleaved. 'watch' = what the reply watch's checks took "
-            "inside the page per turn; layout, style and script = Chromium's main-thread time per turn on that page "
+            f"{args.rounds} rounds of {args.turns} turns each, interleaved. 'watch' = what the reply watch took inside the "
+            "page per turn (arming it and its checks); layout, style and script = Chromium's main-thread time per turn on that page "
             "(CDP Performance.getMetrics). The target compares the first row with the last (a page that lays out "
             "all 2,000 bubbles on every frame); on the other pages the earlier bubbles sit in a block the browser "
             "may skip laying out, so the page's own layout stays flat and what grows is the driver's.", "",

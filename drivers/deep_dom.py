@@ -9,14 +9,18 @@ nested. The helper gives the page-side scripts the same view as the locators:
 * `Q.all(selector, scope)`: every match in the scope and in every open shadow root inside it, in
   composed tree order (a host's shadow content right after the host, before its light children);
 * `Q.closest`, `Q.contains`, `Q.after`: the DOM's own, across shadow boundaries;
-* `Q.observe(callback)`: one MutationObserver on the document and on every shadow root, those
-  attached later included;
+* `Q.observe(callback)`: every change in the document and in every shadow root, those attached
+  later included (from one MutationObserver shared by all who watch the page);
+* `Q.live(selector)`: `Q.all` of the whole page, kept up to date from the change records, and
+  `Q.structure()`, which changes whenever an element is added, removed or moved;
 * `Q.text(el, exact, skip)`: an element's text with what its open shadow roots show (a bubble made
   of web components, as Panel's Bokeh ones are, has none of its words in its own innerText).
 
 Shadow roots are known without walking the DOM on every query: `SHADOW_HOOK_JS`, added as an init
 script before the page's own scripts run, records every open root as it is attached; the first use
-in a document walks it once for the roots it could not see (declarative `<template shadowrootmode>`).
+in a document walks it once for the roots it could not see (declarative `<template shadowrootmode>`);
+it also makes the shared observer observe a root as it is attached, so what the page puts in it
+makes change records.
 Without the hook (a page opened by someone else) the walk is repeated at each `Q.refresh()`.
 Closed shadow roots stay closed, as they do for Playwright.
 """
@@ -77,15 +81,16 @@ DEEP_DOM_JS = r"""(() => {
   // Shadow roots grouped by the tree their host lives in, each group in tree order; brought up to
   // date when a root came or went, or when a host that was not in the page (given its root before it
   // was put there) is in it now (a host moved elsewhere without either is not noticed until then).
-  // A root that came after every other of its tree (a new message's) is put at the end; anything
-  // else sorts them all again (one sort of 2,000 hosts costs milliseconds, a new message in a long
-  // chat brings several roots).
+  // Roots that came after every other of their tree (a new message's), none gone from the page, are
+  // put at the end; anything else sorts them all again (one sort of 2,000 hosts costs milliseconds,
+  // a new message in a long chat brings several roots).
   let layout = null, layoutAt = -1, outside = [], walksAt = -1;
+  const inPage = (list) => list.every((r) => r.host.isConnected);
   function childRoots() {
     const version = hook.version + walks;
     if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
     const came = [...outside, ...hook.fresh.splice(0)];
-    if (layout && walksAt === walks) {
+    if (layout && walksAt === walks && [...layout.values()].every(inPage)) {
       outside = came.filter((r) => !r.host.isConnected);
       if (came.every((r) => !r.host.isConnected || atEnd(r))) { layoutAt = version; return layout; }
     }
