@@ -73,8 +73,13 @@ DEEP_DOM_JS = r"""(() => {
       walk(el.shadowRoot);
     }
   }
+  let prunedAt = -1;
   function refresh() {
-    for (const r of roots) if (!r.host.isConnected) { roots.delete(r); walks++; }
+    if (shared) spread(shared.takeRecords());
+    if (!shared || prunedAt !== removals) {  // (a host leaves the page only with an element removed)
+      prunedAt = removals;
+      for (const r of roots) if (!r.host.isConnected) { roots.delete(r); walks++; }
+    }
     if (!hooked) walk(document);
   }
 
@@ -84,13 +89,19 @@ DEEP_DOM_JS = r"""(() => {
   // Roots that came after every other of their tree (a new message's), none gone from the page, are
   // put at the end; anything else sorts them all again (one sort of 2,000 hosts costs milliseconds,
   // a new message in a long chat brings several roots).
-  let layout = null, layoutAt = -1, outside = [], walksAt = -1;
+  let layout = null, layoutAt = -1, outside = [], walksAt = -1, removalsAt = -1;
   const inPage = (list) => list.every((r) => r.host.isConnected);
+  function allInPage() {  // looked at again only after an element left (the shared observer counts them)
+    if (shared) spread(shared.takeRecords());
+    if (shared && removalsAt === removals) return true;
+    removalsAt = removals;
+    return [...layout.values()].every(inPage);
+  }
   function childRoots() {
     const version = hook.version + walks;
     if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
     const came = [...outside, ...hook.fresh.splice(0)];
-    if (layout && walksAt === walks && [...layout.values()].every(inPage)) {
+    if (layout && walksAt === walks && allInPage()) {
       outside = came.filter((r) => !r.host.isConnected);
       if (came.every((r) => !r.host.isConnected || atEnd(r))) { layoutAt = version; return layout; }
     }
@@ -105,6 +116,7 @@ DEEP_DOM_JS = r"""(() => {
     for (const list of layout.values()) list.sort((a, b) => (a.host.compareDocumentPosition(b.host) & FOLLOWING ? -1 : 1));
     layoutAt = version;
     walksAt = walks;
+    removalsAt = removals;
     return layout;
   }
   function atEnd(r) {  // put at the end of its tree's roots if it is last there
@@ -184,7 +196,7 @@ DEEP_DOM_JS = r"""(() => {
   // microtask. A watcher that throws does not keep the others from theirs (the error is reported).
   const ALL = {subtree: true, childList: true, attributes: true, attributeOldValue: true, characterData: true};
   const watchers = new Set();
-  let shared = null, delivering = false;
+  let shared = null, delivering = false, removals = 0;
   function sharedObserver() {
     if (shared) return shared;
     shared = new MutationObserver((records) => { spread(records); deliver(); });
@@ -197,8 +209,9 @@ DEEP_DOM_JS = r"""(() => {
     });
     return shared;
   }
-  function spread(records) {
+  function spread(records) {  // every record, once, as it is taken from the observer
     if (!records.length) return;
+    for (const r of records) if (r.type === "childList" && [...r.removedNodes].some((n) => n.nodeType === Node.ELEMENT_NODE)) removals++;
     for (const w of watchers) w.buffer.push(...records);
     if (!delivering) { delivering = true; queueMicrotask(deliver); }
   }
