@@ -84,24 +84,29 @@ DEEP_DOM_JS = r"""(() => {
   }
 
   // Shadow roots grouped by the tree their host lives in, each group in tree order; brought up to
-  // date when a root came or went, or when a host that was not in the page (given its root before it
-  // was put there) is in it now (a host moved elsewhere without either is not noticed until then).
-  // Roots that came after every other of their tree (a new message's), none gone from the page, are
-  // put at the end; anything else sorts them all again (one sort of 2,000 hosts costs milliseconds,
-  // a new message in a long chat brings several roots).
-  let layout = null, layoutAt = -1, outside = [], walksAt = -1, removalsAt = -1;
+  // date when a root came, when a host left the page, or when a host that was not in the page (given
+  // its root before it was put there) is in it now (a host moved elsewhere in the page is not noticed
+  // until then). Roots that came after every other of their tree (a new message's), none gone from
+  // the page, are put at the end; anything else sorts them all again (one sort of 2,000 hosts costs
+  // milliseconds, a new message in a long chat brings several roots).
+  let layout = null, layoutAt = -1, outside = [], walksAt = -1, removalsAt = -1, hostMovesAt = -1;
   const inPage = (list) => list.every((r) => r.host.isConnected);
-  function allInPage() {  // looked at again only after an element left (the shared observer counts them)
+  // No known root's host left the page or moved in it: looked at again only after an element was
+  // removed (the shared observer counts them, and the moves of elements holding a host).
+  function allInPage() {
     if (shared) spread(shared.takeRecords());
     if (shared && removalsAt === removals) return true;
+    const moved = hostMovesAt !== hostMoves;
     removalsAt = removals;
-    return [...layout.values()].every(inPage);
+    hostMovesAt = hostMoves;
+    return !moved && [...layout.values()].every(inPage);
   }
   function childRoots() {
     const version = hook.version + walks;
-    if (layout && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
+    const intact = !layout || allInPage();
+    if (layout && intact && layoutAt === version && !outside.some((r) => r.host.isConnected)) return layout;
     const came = [...outside, ...hook.fresh.splice(0)];
-    if (layout && walksAt === walks && allInPage()) {
+    if (layout && intact && walksAt === walks) {
       outside = came.filter((r) => !r.host.isConnected);
       if (came.every((r) => !r.host.isConnected || atEnd(r))) { layoutAt = version; return layout; }
     }
@@ -117,6 +122,7 @@ DEEP_DOM_JS = r"""(() => {
     layoutAt = version;
     walksAt = walks;
     removalsAt = removals;
+    hostMovesAt = hostMoves;
     return layout;
   }
   function atEnd(r) {  // put at the end of its tree's roots if it is last there
@@ -196,7 +202,7 @@ DEEP_DOM_JS = r"""(() => {
   // microtask. A watcher that throws does not keep the others from theirs (the error is reported).
   const ALL = {subtree: true, childList: true, attributes: true, attributeOldValue: true, characterData: true};
   const watchers = new Set();
-  let shared = null, delivering = false, removals = 0;
+  let shared = null, delivering = false, removals = 0, hostMoves = 0;
   function sharedObserver() {
     if (shared) return shared;
     shared = new MutationObserver((records) => { spread(records); deliver(); });
@@ -211,7 +217,14 @@ DEEP_DOM_JS = r"""(() => {
   }
   function spread(records) {  // every record, once, as it is taken from the observer
     if (!records.length) return;
-    for (const r of records) if (r.type === "childList" && [...r.removedNodes].some((n) => n.nodeType === Node.ELEMENT_NODE)) removals++;
+    for (const r of records) {
+      if (r.type !== "childList") continue;
+      for (const n of r.removedNodes) {
+        if (n.nodeType !== Node.ELEMENT_NODE) continue;
+        removals++;
+        if (n.isConnected && [...roots].some((x) => x.host === n || n.contains(x.host))) hostMoves++;  // moved, not removed
+      }
+    }
     for (const w of watchers) w.buffer.push(...records);
     if (!delivering) { delivering = true; queueMicrotask(deliver); }
   }
@@ -290,7 +303,7 @@ DEEP_DOM_JS = r"""(() => {
     }
     const gone = [...record.removedNodes].filter(isElement);
     // Moved, not removed: it (or what it holds) may now stand elsewhere in the list.
-    if (gone.some((n) => n.isConnected && (entry.set.has(n) || n.querySelector(sel)))) return false;
+    if (gone.some((n) => n.isConnected && (entry.set.has(n) || all(sel, n).length))) return false;
     if (gone.length) drop(entry, entry.list.filter((m) => !m.isConnected));
     for (const n of record.addedNodes) {
       if (!isElement(n) || !n.isConnected) continue;
@@ -310,6 +323,8 @@ DEEP_DOM_JS = r"""(() => {
   function insert(entry, els) {  // the matches of one element added (or changed), in composed order: they stand together
     const fresh = els.filter((m) => !entry.set.has(m));
     if (!fresh.length) return true;
+    // (matches removed by a change not followed yet have no place to compare with)
+    drop(entry, entry.list.filter((m) => !m.isConnected));
     const list = entry.list;
     let lo = 0, hi = list.length;
     if (!hi || after(list[hi - 1], fresh[0])) lo = hi;
