@@ -84,7 +84,8 @@ DEEP_DOM_JS = r"""(() => {
   }
 
   // Shadow roots grouped by the tree their host lives in, each group in tree order; brought up to
-  // date when a root came, when a host left the page, or when a host that was not in the page (given
+  // date when a root came, when a host left the page (a message removed by a new chat: its root must
+  // not be searched any more), or when a host that was not in the page (given
   // its root before it was put there) is in it now (a host moved elsewhere in the page is not noticed
   // until then). Roots that came after every other of their tree (a new message's), none gone from
   // the page, are put at the end; anything else sorts them all again (one sort of 2,000 hosts costs

@@ -10,16 +10,25 @@ The steps, each bounded and told to `say` (stderr):
 3. the send control: a button by the input that is named for sending, submits its form, or turns
    enabled once text is typed; else Enter;
 4. ONE marked test message: our bubble is the element that shows its unique tag, the reply is the
-   new text after it; once the reply is stable, the message list and its rows give selectors for
-   our bubbles and the agent's (drivers/discover_page.py), and elements seen only while the agent
-   worked give the busy marker;
-5. whether a reload shows the chat again (`keeps_history`), then New chat: controls named for it
-   (with a confirmation dialog if one opens), else a reload or forgetting the origin's storage,
-   whichever empties the chat (never the storage when it holds a saved login: that would log out);
+   text new since we sent that a reader sees after it (below it on screen, whatever the DOM's order);
+   the wait lasts until the page is still (longer once the agent shows its work: a tool may run a
+   while with nothing changing). Then (drivers/discover_turn.py, read by discover_reading.py) the
+   agent's work is told from its answer (collapsible blocks, elements named for tools or thinking,
+   status lines: selectors tool, thought, status, and completion.activity_quiet_ms from the longest
+   pause seen), the message list and its rows give selectors for our bubbles and the agent's (or,
+   where none tells them apart, every bubble and the element naming its author: message, author,
+   options.authors), and elements seen only while the agent worked (or the text box disabled
+   meanwhile) give the busy marker;
+5. whether a reload shows the chat again, as seen (`keeps_history` true, false, or left out when the
+   page never settled), then New chat: controls named for it (with a confirmation dialog if one
+   opens), else a reload or forgetting the origin's storage, whichever empties the chat (never the
+   storage when it holds a saved login: that would log out);
 6. the profile found is checked by `mmb probe`'s own code path (a round trip, New chat and its
    reset check) on a fresh browser context: only then is discovery a success.
 
-It never uses positions (nth-child), generated ids or the markup of any page it was tested on.
+It never uses positions (nth-child), generated ids, counters in class names (their stable prefix
+instead) or the markup of any page it was tested on, and says which selectors rest on class names a
+build generated.
 """
 
 from __future__ import annotations
@@ -42,10 +51,11 @@ from pydantic import BaseModel
 from .base import DriverError
 from .deep_dom import SHADOW_HOOK_JS
 from .discover_page import DISCOVER_JS
+from .discover_reading import Found, Reading, build_made, busy, sides, strip, work
 from .frames import list_frames
 from .generic import PlaywrightDriver
 from .probe import DEFAULT_TEXT, ProbeReport, probe, probe_message
-from .profile import Profile, profile_from_dict
+from .profile import Profile, Selectors, profile_from_dict
 from .url_secrets import ChatUrl
 from .waiting import PAGE_GRACE_S, bounded
 
@@ -55,8 +65,11 @@ NewContext = Callable[[], Awaitable[BrowserContext]]
 BUDGET_S = 60.0
 VERIFY_S = 25.0  # kept for the probe at the end
 POLL_S = 0.15
-QUIET_S = 2.0  # the reply counts as complete once unchanged this long (and no stop control shows)
-QUIET_UNSURE_S = 6.0  # ... or this long whatever shows
+QUIET_S = 2.0  # the reply counts as complete once unchanged this long (and no busy sign shows)
+WORK_QUIET_S = 6.0  # a turn that shows the agent's work: a tool may run this long with nothing changing
+QUIET_BUSY_S = 20.0  # ... and while a busy sign that came with our message still shows, up to this long
+HISTORY_S = 8.0  # a reopened chat is looked at this long for our message
+STILL_S = 1.5  # a reopened chat still this long without our message has shown it does not keep it
 LAUNCHER_AFTER_S = 2.0  # a page with no text box this long after loading may hide its chat behind a launcher
 
 _LAUNCHER_NAME = re.compile(r"chat|help|support|message|assistant|ask|talk|contact|open|bot|💬|чат|помощ", re.I)
@@ -65,15 +78,6 @@ _NOT_SEND = re.compile(r"stop|cancel|new|attach|upload|file|mic|voice|record|emo
 _NEW_CHAT = re.compile(r"\bnew\b.{0,12}\b(chat|conversation|session|thread|topic|dialog)|^\s*new\s*$|start\s+(a\s+)?(new|over)|"
                        r"\brestart\b|\breset\b|^\s*clear\b|новый\s+(чат|диалог)|^\s*[+＋]\s*$", re.I)
 _CONFIRM = re.compile(r"^\s*(confirm|yes|ok|okay|continue|proceed|start new|new chat|clear|reset|delete|да|подтверд)\b", re.I)
-
-
-class Found(BaseModel):
-    """What discovery decided for one part of the profile, and what it weighed."""
-
-    part: str
-    selector: str | None = None
-    how: str = ""
-    rejected: list[str] = []
 
 
 class Discovery(BaseModel):
@@ -103,6 +107,15 @@ class Discovery(BaseModel):
     def profile(self) -> Profile:
         return profile_from_dict({"name": "generic", "url": self.url, "selectors": self.selectors,
                                   **({"frame": self.frame} if self.frame else {}), **self.options})
+
+
+@dataclass
+class _Turn:
+    """What the wait for the test reply saw: the agent's work (said once), and the longest pause between two
+    changes once the work showed."""
+
+    work: str | None = None
+    longest_pause_s: float = 0.0
 
 
 @dataclass
@@ -156,7 +169,10 @@ class Discoverer:
 
     def note(self, part: str, selector: str | None, how: str, rejected: list[str] | None = None) -> None:
         self.result.found.append(Found(part=part, selector=selector, how=how, rejected=rejected or []))
-        self.say(f"{part}: {selector!r} ({how})" if selector else f"{part}: none ({how})")
+        if selector:
+            self.say(f"{part}: {selector!r} ({how})")
+        else:  # a selector not found says so; another finding (history, a completion window) says what it is
+            self.say(f"{part}: none ({how})" if part.replace(" ", "_") in Selectors.model_fields else f"{part}: {how}")
         for r in (rejected or [])[:6]:
             self.say(f"  rejected {r}")
 
@@ -325,9 +341,12 @@ class Discoverer:
         self.note("send", sels[0], f"named {best['name']!r}, score {best_score:.1f}")
         return sels[0]
 
-    async def exchange(self, frame: Frame, input_sel: str, send: str | None, text: str) -> dict[str, Any]:
-        """Send the one marked message (typed already) and wait for the reply to settle; the page's state."""
-        await _call(frame, "arm", self.tag)
+    async def exchange(self, frame: Frame, input_id: int, input_sel: str, send: str | None, text: str) -> _Turn:
+        """Send the one marked message (typed already) and wait for the reply to settle: unchanged a while with
+        no busy sign shown (a stop control, the text box disabled, an "… is working" line), longer once the
+        agent shows its work (a tool may run a while with nothing changing), longer still while a busy sign
+        that came with our message shows."""
+        await _call(frame, "arm", {"tag": self.tag, "input": input_id})
         box = frame.locator(input_sel).first
         if send:
             await frame.locator(send).first.click(timeout=PAGE_GRACE_S * 1000)
@@ -350,14 +369,24 @@ class Discoverer:
             await asyncio.sleep(POLL_S)
         last, since, started = None, time.monotonic(), time.monotonic()
         next_beat = started + 15
+        seen = _Turn()
         while True:
             state = await _call(frame, "state")
             now = time.monotonic()
+            if state.get("work") and not seen.work:
+                seen.work = state["work"]
+                self.say(f"the agent shows its work ({seen.work}): the reply counts as whole once the page is still "
+                         f"{WORK_QUIET_S:.0f} s")
             if state.get("reply") != last:
+                if seen.work and last:
+                    seen.longest_pause_s = max(seen.longest_pause_s, now - since)
                 last, since = state.get("reply"), now
             quiet = now - since
-            if last and (quiet >= QUIET_UNSURE_S or (quiet >= QUIET_S and not state.get("stopShown"))):
-                return state
+            needed = QUIET_BUSY_S if state.get("busy") else WORK_QUIET_S if seen.work else QUIET_S
+            if last and quiet >= needed:
+                if state.get("busy"):
+                    self.say(f"the reply settled while {state['busy']}: taken as complete after {quiet:.0f} s unchanged")
+                return seen
             if now >= next_beat:
                 self.say(f"waiting for the reply: {now - started:.0f} s")
                 next_beat += 15
@@ -365,37 +394,39 @@ class Discoverer:
                 raise _Out("no reply to our message came (or it never settled) within discovery's time")
             await asyncio.sleep(POLL_S)
 
-    async def bubbles(self, frame: Frame) -> int:
-        found = await _call(frame, "bubbles", limit_s=PAGE_GRACE_S * 3)
+    async def read_turn(self, frame: Frame, seen: _Turn) -> None:
+        """The reply complete: the sides, the agent's work and the busy marker, as the page read them."""
+        found = await _call(frame, "turn", limit_s=PAGE_GRACE_S * 3)
         if "error" in found:
             raise _Out(f"could not tell the bubbles apart: {found['error']}")
-        for part, key in (("assistant_message", "assistant"), ("user_message", "user")):
-            side = found[key]
-            rejected = [f"{sel!r}: {why}" for sel, why in side["rejected"]]
-            if not side["ok"]:
-                whose = "the reply's bubble" if key == "assistant" else "the bubble of our message"
-                raise _Out(f"no selector matches {whose} and not the other's: {'; '.join(rejected[:6])}")
-            self.result.selectors[part] = side["ok"][0]
-            self.note(part, side["ok"][0], f"{found['rows']} reply row(s)" if key == "assistant" else "holds our message",
-                      rejected)
-        markers = await _call(frame, "markers", found["list"], limit_s=PAGE_GRACE_S * 3)
-        if markers["found"]:
-            busy = markers["found"][0]
-            self.result.selectors["busy"] = busy["sel"]
-            self.note("busy", busy["sel"], f"shown only while the agent worked ({busy['name'][:40]!r})",
-                      [f"{s!r}: {why}" for s, why in markers["rejected"]])
-        else:
-            self.note("busy", None, "nothing showed only while the agent worked: replies end on a quiet window",
-                      [f"{s!r}: {why}" for s, why in markers["rejected"]])
-        return found["list"]
+        told = sides(found)
+        self.take(told)
+        if told.problem:
+            raise _Out(told.problem)
+        self.take(strip(found))
+        self.take(work(found, seen.longest_pause_s, seen.work))
+        self.take(busy(found["markers"]))
+
+    def take(self, reading: Reading) -> None:
+        self.result.selectors.update(reading.selectors)
+        for key, value in reading.options.items():
+            if isinstance(value, dict) and isinstance(self.result.options.get(key), dict):
+                self.result.options[key].update(value)
+            else:
+                self.result.options[key] = value
+        for f in reading.findings:
+            self.note(f.part, f.selector, f.how, f.rejected)
 
     # -- 5: history and New chat -------------------------------------------------------------------
 
     def driver(self) -> PlaywrightDriver:
         """The run's own driver on the discovered profile so far (a stand-in for the bubbles not yet found)."""
-        selectors = {"assistant_message": "[data-mmb-not-yet]", **self.result.selectors}
+        selectors = dict(self.result.selectors)
+        if "assistant_message" not in selectors and "message" not in selectors:
+            selectors["assistant_message"] = "[data-mmb-not-yet]"
+        authors = {"authors": self.result.options["authors"]} if "authors" in self.result.options else {}
         profile = profile_from_dict({"name": "generic", "url": self.url, "selectors": selectors, "ready_timeout_s": 15,
-                                     **({"frame": self.result.frame} if self.result.frame else {})})
+                                     **authors, **({"frame": self.result.frame} if self.result.frame else {})})
         return PlaywrightDriver(profile, self.page.context, artifacts=Path("."), screenshot_on_failure=False)
 
     async def reopened(self) -> Frame:
@@ -407,35 +438,45 @@ class Discoverer:
         except DriverError as e:
             raise _Out(f"the chat did not show again after reopening the page: {e}") from None
 
-    async def ours_shown(self, frame: Frame) -> int:
-        return await _call(frame, "count", self.result.selectors["user_message"])
+    async def shows_ours(self, frame: Frame) -> bool:
+        """Our test message in the chat: a bubble of ours (as the profile finds them) showing its tag."""
+        sel = self.result.selectors.get("user_message") or self.result.selectors["message"]
+        return bool(await _call(frame, "shows", {"sel": sel, "tag": self.tag}))
 
     async def empties(self, frame: Frame, within_s: float) -> bool:
         """Our message gone from the chat, and still gone a moment later."""
         until = time.monotonic() + within_s
         while time.monotonic() < until:
             with contextlib.suppress(PlaywrightError, DriverError):
-                if await self.ours_shown(frame) == 0:
+                if not await self.shows_ours(frame):
                     await asyncio.sleep(0.3)
-                    if await self.ours_shown(frame) == 0:
+                    if not await self.shows_ours(frame):
                         return True
             await asyncio.sleep(POLL_S)
         return False
 
-    async def history_kept(self) -> tuple[Frame, bool]:
-        """Whether a reload shows the chat again: a restart can then look for the message it sent."""
+    async def history_kept(self) -> tuple[Frame, bool | None]:
+        """Whether a reload shows the chat again (a restart can then look for the message it sent), as seen:
+        our message shown again, or a chat that kept still a while without it; else not known, and left out."""
         await self.page.reload(wait_until="domcontentloaded")
         frame = await self.reopened()
-        until = time.monotonic() + 3
+        until = time.monotonic() + HISTORY_S
         while time.monotonic() < until:
             with contextlib.suppress(PlaywrightError, DriverError):
-                if await self.ours_shown(frame):
-                    self.note("history", None, "a reload shows our message again (keeps_history)")
+                if await self.shows_ours(frame):
+                    self.result.options["keeps_history"] = True
+                    self.note("history", None, "a reload shows our message again: keeps_history true")
                     return frame, True
+                if await _call(frame, "still") >= STILL_S * 1000:
+                    self.result.options["keeps_history"] = False
+                    self.note("history", None, f"a reload shows a chat without our message, still for {STILL_S:g} s: "
+                                               "keeps_history false")
+                    return frame, False
             await asyncio.sleep(POLL_S)
-        self.result.options["keeps_history"] = False
-        self.note("history", None, "a reload shows an empty chat: keeps_history false")
-        return frame, False
+        self.note("history", None, f"a reload showed no message of ours, but the page never kept still {STILL_S:g} s in "
+                                   f"{HISTORY_S:g} s: whether it keeps its chat is not known (keeps_history left out: the "
+                                   "run sees it for itself)")
+        return frame, None
 
     async def new_chat_controls(self, frame: Frame) -> list[tuple[bool, str, str]]:
         """Controls named for a new chat, in the chat's frame first, then in the page: (in the page's
@@ -450,12 +491,12 @@ class Discoverer:
                             out.append((scope is self.page.main_frame, sels[0], c["name"]))
         return out
 
-    async def new_chat(self, frame: Frame, kept: bool, remembered: list[tuple[bool, str, str]]) -> None:
+    async def new_chat(self, frame: Frame, kept: bool | None, remembered: list[tuple[bool, str, str]]) -> None:
         """A control that empties the chat (tried only while the chat still shows our message); else a
         reload where it empties the chat, else forgetting the origin's storage."""
         controls = remembered + [c for c in await self.new_chat_controls(frame) if c not in remembered]
         weighed: list[str] = []
-        if not kept:  # the reload emptied the chat already: the probe's own New chat will check a control
+        if not kept:  # the reload emptied the chat already (or may have): the probe's own New chat will check a control
             if controls:
                 _, sel, label = controls[0]
                 self.result.selectors["new_chat"] = sel
@@ -547,11 +588,13 @@ class Discoverer:
             send_sel = await self.send_control(frame, composer.input_id, input_sels[0], text)
             if send_sel:
                 self.result.selectors["send"] = send_sel
-            await self.exchange(frame, input_sels[0], send_sel, text)
-            await self.bubbles(frame)
+            seen = await self.exchange(frame, composer.input_id, input_sels[0], send_sel, text)
+            await self.read_turn(frame, seen)
             remembered = await self.new_chat_controls(frame)  # some show only while the chat has messages
             frame, kept = await self.history_kept()
             await self.new_chat(frame, kept, remembered)
+            for line in build_made(self.result.selectors):
+                self.say(line)
         except _Out as e:
             self.result.problems.append(str(e))
             self.say(f"stopped: {e}")
@@ -602,7 +645,7 @@ async def discover(context: BrowserContext, url: str, *, new_context: NewContext
         await context.close()
     if found.problems and send:
         return found
-    if "input" not in found.selectors or "assistant_message" not in found.selectors:
+    if "input" not in found.selectors or not ({"assistant_message", "message"} & found.selectors.keys()):
         return found
     say("verifying the profile the run's way (mmb probe) on a fresh browser context")
     verify_context = await new_context()

@@ -9,21 +9,30 @@ elements it has handed out in `window.__mmbDisc` and answers one operation per c
   and how near the input they are (send);
 * `launchers`: small elements fixed in a corner of the window that take clicks (a launcher bubble);
 * `selector`: stable selectors for one element that find it alone among visible ones: test ids,
-  roles and labels, names, semantic ids and class names; never positions or generated ids;
-* `arm` / `sample` / `state`: the chat before our message, then what changes: our bubble (the element
-  holding our message's unique tag), the reply (new text after it), and every element that shows up
-  or becomes visible meanwhile (busy-marker candidates);
-* `bubbles`: once the reply is complete, the message list and its rows, and selectors for our bubbles
-  and the agent's: each must match exactly one element per row of its side, none of the other side's,
-  only inside the list, no two nested, and hold the row's text; candidates rejected are said with why;
-* `markers`: among elements seen only while the agent worked, selectors that match nothing now.
+  roles and labels, names, semantic ids and class names; never positions, generated ids, or a
+  class's counter (`stopButton-149` is found by its stable prefix, `[class*="stopButton-"]`; a
+  nameless counter such as `jss12` never); a whole name a build generated (`css-1x2y3z`) comes after
+  the page's own names;
+* `arm`, `state`, `turn`: our test message's turn, read by drivers/discover_turn.py (a part of this
+  script);
+* `shows`: whether a selector's elements show our tag; `still`: how long the page has been still.
 """
 
 from __future__ import annotations
 
-from .deep_dom import in_page
+import json
+import re
 
-DISCOVER_JS = in_page(r"""
+from .deep_dom import in_page
+from .discover_turn import TURN_JS
+
+# A whole class name a build generated (css-1x2y3z, sc-abc123, _x3k9q_1, xnmpuk0): it holds until the next
+# deploy. Shared by the page's half (it ranks them after the page's own names) and discover.py (it says so).
+GENERATED_CLASS = (r"^(?:css|sc|jss|emotion|svelte|styled|tw|astro)-[a-z0-9]*[0-9][a-z0-9]*$|^_[a-z0-9]{5,}_[0-9]+$"
+                   r"|^x(?=[a-z0-9]*[0-9])[a-z0-9]{5,7}$")
+GENERATED = re.compile(GENERATED_CLASS, re.I)
+
+DISCOVER_JS = in_page((r"""
 ({op, arg}) => {
   const D = (window.__mmbDisc = window.__mmbDisc || {els: [], ids: new WeakMap()});
   const ref = (el) => { let i = D.ids.get(el); if (i === undefined) { i = D.els.length; D.els.push(el); D.ids.set(el, i); } return i; };
@@ -78,6 +87,11 @@ DISCOVER_JS = in_page(r"""
     return (numberedIndex = {stems: new Set([...values].filter(([, v]) => v.size > 1).map(([stem]) => stem)), uses});
   };
   const identityClass = (c) => idLike(c) || (numbered(c) && numberedClasses().stems.has(stemOf(c)));
+  // A counter after a separator, behind a name of four letters or more: stopButton-149, makeStyles-root-7.
+  // (Not a whole name a build made, whose last number is part of it: _x3k9q_1.)
+  const GENERATED = new RegExp(@GENERATED@, "i");  // a whole name a build made (css-1x2y3z, sc-abc123): stable to the next deploy
+  const counterStem = (c) => { const m = /^(.*[-_])\d+$/.exec(c); return m && !GENERATED.test(c) && (m[1].match(/[a-z]/gi) || []).length >= 4 ? m[1] : null; };
+  const NAMELESS_COUNTER = /^(jss|css|mui|sc|emotion|tw)\d+$/i;  // a generator's counter with no name at all: never a kind
   const numberedOnce = (c) => numbered(c) && numberedClasses().uses.get(c) === 1;
   // An id a person wrote (#send-button), not one a framework made (#radix-3, #webchat__layout__id--zdaou).
   const semanticId = (id) => /^[a-z][a-z_-]{2,40}$/i.test(id) && !/^(ember|react|radix|headlessui|mui|rc|el)[-_]/i.test(id) &&
@@ -99,11 +113,31 @@ DISCOVER_JS = in_page(r"""
     }
     if (el.id && semanticId(el.id) && !bubble) out.push({sel: "#" + CSS.escape(el.id), rank: 0});  // one bubble's, never all
     for (const c of el.classList) {
-      if (!c || STATE.test(c) || identityClass(c)) continue;
-      // A numbered class seen once comes last: it may be an identity whose twins are yet to come (user-1).
-      out.push({sel: "." + CSS.escape(c), rank: (SEMANTIC.test(c) ? 1 : 3) + (numberedOnce(c) ? 1.5 : 0)});
+      if (!c || STATE.test(c) || NAMELESS_COUNTER.test(c)) continue;
+      // A class with a counter a build set (stopButton-149, makeStyles-root-7) changes with the next deploy, or
+      // the next load: its stable prefix names the kind.
+      const stem = counterStem(c);
+      if (stem) { if (!STATE.test(stem)) out.push({sel: `[class*=${cssq(stem)}]`, rank: (SEMANTIC.test(stem) ? 1 : 3) + 0.2}); continue; }
+      if (identityClass(c)) continue;
+      // A numbered class seen once comes last: it may be an identity whose twins are yet to come (user-1); a
+      // name a build generated (css-1x2y3z) after the page's own names.
+      out.push({sel: "." + CSS.escape(c), rank: (SEMANTIC.test(c) ? 1 : 3) + (numberedOnce(c) ? 1.5 : 0) + (GENERATED.test(c) ? 0.5 : 0)});
     }
+    if (bubble) out.push(...styleFeatures(el));
     out.push({sel: tag, rank: 4, tag: true});
+    return out;
+  }
+  // Inline declarations that may tell a side (alignment, colours), as written in the style attribute; never
+  // sizes or positions, which change with the text and the scroll.
+  const SIDE_STYLE = /^(background|background-color|color|text-align|align-self|align-items|justify-content|justify-self|float|flex-direction|direction|border-color|margin-left|margin-right|margin-inline-start|margin-inline-end)$/i;
+  function styleFeatures(el) {
+    const out = [];
+    for (const decl of (el.getAttribute("style") || "").split(";").map((d) => d.trim())) {
+      const m = /^([a-z-]+)\s*:\s*(.+)$/i.exec(decl);
+      if (!m || !SIDE_STYLE.test(m[1]) || /url\(|var\(/i.test(m[2])) continue;
+      if (/^margin/i.test(m[1]) && !/^auto$/i.test(m[2].trim())) continue;  // a margin tells a side only when it pushes
+      out.push({sel: `[style*=${cssq(decl)}]`, rank: 2.5});
+    }
     return out;
   }
   const compose = (tag, f) => (f.tag ? f.sel : (/^[.#\[]/.test(f.sel) ? tag + f.sel : f.sel));
@@ -212,227 +246,7 @@ DISCOVER_JS = in_page(r"""
     return out;
   }
 
-  // -- watching the exchange -----------------------------------------------------------------------
-  function arm(tag) {
-    const everything = Q.all("*");
-    const before = new WeakSet(everything);
-    const shownBefore = new WeakSet(everything.filter(visible));
-    const w = {tag, before, shownBefore, touched: new Set(), added: new WeakSet(), timeline: new Map(), samples: 0,
-               sentAt: performance.now()};
-    w.mo = Q.observe((records) => {
-      for (const r of records) {
-        if (r.type === "childList") for (const n of r.addedNodes) {
-          if (n.nodeType !== 1) continue;
-          w.touched.add(n);
-          w.added.add(n);
-          for (const d of Q.all("*", n)) if (w.touched.size < 4000) w.touched.add(d);
-        } else if (r.target && r.target.nodeType === 1 && w.touched.size < 4000) w.touched.add(r.target);
-      }
-    });
-    D.watch = w;
-    return true;
-  }
-  // Our bubble: the first element holding our tag that was not there before, outside any text box.
-  function ours(w) {
-    if (w.ours && w.ours.isConnected) return w.ours;
-    for (const el of Q.all("*")) {
-      if (el.isContentEditable || /^(TEXTAREA|INPUT|SCRIPT|STYLE|TITLE)$/.test(el.tagName)) continue;
-      if (ownText(el).includes(w.tag) && readable(el)) { w.ours = el; return el; }
-    }
-    return null;
-  }
-  // Text-holding elements that came after our bubble: the reply, as it shows so far.
-  function replyHolders(w, mine) {
-    const out = [];
-    let after = false;
-    for (const el of Q.all("*")) {
-      if (el === mine) { after = true; continue; }
-      if (!after || Q.contains(mine, el) || el.isContentEditable || /^(TEXTAREA|INPUT|SCRIPT|STYLE|BUTTON|svg)$/i.test(el.tagName)) continue;
-      if (el.closest && el.closest("button, [role=button], form, textarea")) continue;
-      const t = ownText(el);
-      if (t && readable(el)) out.push(el);
-    }
-    return out;
-  }
-  function sample(w) {
-    w.samples++;
-    const t = performance.now() - w.sentAt;
-    for (const el of w.touched) {
-      if (el.nodeType !== 1) continue;
-      let line = w.timeline.get(el);
-      if (!line) { line = {on: []}; w.timeline.set(el, line); }
-      if (visible(el)) line.on.push(t);
-    }
-  }
-  function state(w) {
-    sample(w);
-    const mine = ours(w);
-    if (!mine) return {ours: false};
-    const holders = replyHolders(w, mine);
-    return {ours: true, reply: holders.map(ownText).join("\n").slice(0, 4000), holders: holders.length,
-            stopShown: Q.all(CLICKABLE).some((el) => visible(el) && /^(stop|cancel|abort)\b|stop (generat|respond)/i.test(name(el)))};
-  }
-
-  // -- bubbles ---------------------------------------------------------------------------------------
-  const lca = (a, b) => { const chain = new Set(); for (let n = a; n; n = up(n)) chain.add(n); for (let n = b; n; n = up(n)) if (chain.has(n)) return n; return null; };
-  const rowOf = (list, el) => { let n = el; while (n && up(n) !== list) n = up(n); return n; };
-  // The chain from a text holder up to (not beyond) its own tree's top or the list: where a selector
-  // for its bubble may point (the watch reads an element's text within its own tree).
-  function chainIn(el, list) {
-    const out = [];
-    for (let n = el; n && n !== list && n.getRootNode() === el.getRootNode(); n = n.parentElement) out.push(n);
-    return out;
-  }
-
-  function candidatesFor(chain) {
-    const comps = [];
-    chain.forEach((el, depth) => {
-      for (const f of features(el, true)) comps.push({el, depth, sel: f.sel, rank: f.rank, tag: !!f.tag});
-      const tag = el.tagName.toLowerCase();
-      const fs = features(el, true).filter((f) => !f.tag);
-      for (let i = 0; i < fs.length; i++) for (let j = i + 1; j < fs.length; j++) {
-        comps.push({el, depth, sel: (/^[.\[]/.test(fs[i].sel) ? "" : tag) + fs[i].sel + fs[j].sel, rank: Math.max(fs[i].rank, fs[j].rank) + 0.3});
-      }
-    });
-    const out = comps.map((c) => ({sel: c.sel, rank: c.rank, depth: c.depth}));
-    // An ancestor's feature, then the element's own: "row-kind bubble".
-    for (const a of comps) for (const b of comps) {
-      if (a.depth <= b.depth || a.tag) continue;
-      out.push({sel: `${a.sel} ${b.sel}`, rank: Math.max(a.rank, b.rank) + 0.6, depth: b.depth});
-    }
-    return out;
-  }
-
-  // A feature the other side's bubble has and this side's lacks, negated: `.bubble:not(.bubble--from-user)`
-  // (chats that mark only one side).
-  function negated(chain, otherChain) {
-    const out = [];
-    const theirs = otherChain.flatMap((el) => features(el, true).filter((f) => !f.tag && f.rank <= 3));
-    chain.forEach((el, depth) => {
-      for (const f of features(el, true).filter((f) => !f.tag).slice(0, 4)) {
-        for (const g of theirs) {
-          if (g.sel === f.sel || el.matches(g.sel)) continue;
-          out.push({sel: `${f.sel}:not(${g.sel})`, rank: Math.max(f.rank, g.rank) + 1, depth});
-        }
-      }
-    });
-    return out;
-  }
-
-  // The rows of one side (`mine`: rows whose text holders came from us or from the agent), checked.
-  function pick(side, others, list) {
-    const [first] = side;
-    const chain = chainIn(first.holder, list);
-    const tried = [], ok = [], seen = new Set();
-    const cands = candidatesFor(chain).concat(negated(chain, chainIn(others[0].holder, list)));
-    for (const c of cands.sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length)) {
-      if (seen.has(c.sel) || ok.length >= 16) continue;
-      seen.add(c.sel);
-      let hits;
-      try { hits = Q.all(c.sel); } catch (e) { continue; }
-      const why = judgeBubbles(hits, side, others, list);
-      if (why) { if (tried.length < 40) tried.push([c.sel, why]); continue; }
-      // A bubble that also holds an avatar's icon text, a name or a time reads worse than the message alone.
-      const extra = Math.max(...side.map((s) => deepText(hits.find((h) => h === s.row || Q.contains(s.row, h))).length - s.message.length));
-      ok.push({sel: c.sel, rank: c.rank + (extra > 2 ? 1.5 : 0)});
-    }
-    ok.sort((a, b) => a.rank - b.rank || a.sel.length - b.sel.length);
-    return {ok: ok.slice(0, 5).map((c) => c.sel), rejected: tried.slice(0, 12)};
-  }
-  // What a person reads as the message in a row: its text holders, icons left out.
-  const messageText = (row) => norm([row, ...Q.all("*", row)].filter((el) => ownText(el) && readable(el))
-                                                             .map(ownText).join(" "));
-  function judgeBubbles(hits, side, others, list) {
-    if (!hits.length) return "matches nothing";
-    const outside = hits.filter((h) => !Q.contains(list, h) || h === list);
-    if (outside.length) return `matches ${outside.length} element(s) outside the message list`;
-    for (const s of side) {
-      const inRow = hits.filter((h) => h === s.row || Q.contains(s.row, h));
-      if (inRow.length !== 1) return `matches ${inRow.length} elements in one of its rows (wants 1)`;
-      const text = deepText(inRow[0]);
-      if (!text.includes(norm(ownText(s.holder)).slice(0, 40))) return "misses the row's text";
-      if (text.length < 0.6 * s.message.length) return "holds only part of the row's text";
-    }
-    for (const o of others) if (hits.some((h) => h === o.row || Q.contains(o.row, h))) return "also matches the other side's bubble";
-    for (const a of hits) for (const b of hits) if (a !== b && Q.contains(a, b)) return "matches an element and one inside it";
-    return null;
-  }
-
-  // Rows of one list are alike: the same tag, and a role or a class in common (two messages), unlike a
-  // sidebar entry and a chat pane that merely both hold our words.
-  const alike = (a, b) => a.tagName === b.tagName &&
-    ((a.getAttribute("role") && a.getAttribute("role") === b.getAttribute("role")) || [...a.classList].some((c) => b.classList.contains(c)));
-  const depth = (el) => { let d = 0; for (let n = el; n; n = up(n)) d++; return d; };
-
-  // Our bubble and the list: of the elements showing our tag (the chat's title and the sidebar may show
-  // our words too), the one whose row and a row of new text after it are alike, in the deepest list.
-  function anchor(w) {
-    const mines = Q.all("*").filter((el) => !el.isContentEditable && !/^(TEXTAREA|INPUT|SCRIPT|STYLE|TITLE)$/.test(el.tagName) &&
-                                            ownText(el).includes(w.tag) && readable(el));
-    let best = null;
-    for (const mine of mines) {
-      for (const h of replyHolders(w, mine).slice(0, 60)) {
-        const list = lca(mine, h);
-        if (!list || list === mine || list === h) continue;
-        const row = rowOf(list, mine), other = rowOf(list, h);
-        if (!row || !other || row === other) continue;
-        const score = (alike(row, other) ? 1000 : 0) + depth(list) + Math.min(ownText(h).length, 200) / 1000;
-        if (!best || score > best.score) best = {mine, list, score};
-      }
-    }
-    return best;
-  }
-
-  function bubbles(w) {
-    if (!ours(w)) return {error: "our message is not shown"};
-    const found = anchor(w);
-    if (!found) return {error: "no reply after our message"};
-    const {mine, list} = found;
-    const holders = replyHolders(w, mine);
-    const row = rowOf(list, mine);
-    const byRow = new Map();
-    for (const h of holders) {  // a row's main text (not the model's name or a time above it) leads its chain
-      const r = rowOf(list, h);
-      if (!r || r === row) continue;
-      if (!byRow.has(r) || ownText(h).length > ownText(byRow.get(r)).length) byRow.set(r, h);
-    }
-    const reply = [...byRow.entries()].map(([r, h]) => ({row: r, holder: h, text: deepText(r), message: messageText(r)}))
-                     .filter((s) => s.text && !/^(…|\.\.\.|thinking|typing|loading)/i.test(s.text));
-    if (!reply.length) return {error: "the reply has no text of its own"};
-    const me = [{row, holder: mine, text: deepText(row), message: messageText(row)}];
-    const assistant = pick(reply, me, list), user = pick(me, reply, list);
-    return {assistant, user, rows: reply.length, replyTexts: reply.map((s) => s.text.slice(0, 300)),
-            ourText: me[0].text.slice(0, 300), list: ref(list)};
-  }
-
-  // -- busy markers ----------------------------------------------------------------------------------
-  // Seen only while the agent worked: not visible before our message, visible at some sample after it,
-  // not visible now; and not a message (no reply text in it, not inside a reply row).
-  function markers(w, listId) {
-    const list = listId === null ? null : get(listId);
-    const out = [], tried = [];
-    const replyText = new Set(replyHolders(w, ours(w) || document.body).map(ownText));
-    for (const el of w.touched) if (el.nodeType === 1 && !w.timeline.has(el)) w.timeline.set(el, {on: []});
-    for (const [el, line] of w.timeline) {
-      // Seen shown while the agent worked, or put in the page after our message and gone again (too quick to sample).
-      const flashed = w.added.has(el) && !el.isConnected;
-      if ((!line.on.length && !flashed) || w.shownBefore.has(el)) continue;
-      if (el.isConnected && visible(el)) continue;
-      if ([...replyText].some((t) => t && deepText(el).includes(t))) continue;
-      const tag = el.tagName.toLowerCase();
-      const sels = features(el).map((f) => ({sel: compose(tag, f), rank: f.rank})).filter((c) => !/^(div|span|p|li|svg|path)$/.test(c.sel));
-      for (const c of sels.sort((a, b) => a.rank - b.rank)) {
-        let now;
-        try { now = Q.all(c.sel).filter(visible).length; } catch (e) { continue; }
-        const inList = list && el.isConnected && Q.contains(list, el) && !/stop|typing|dots|loading|spinner|busy|thinking/i.test(c.sel);
-        if (now === 0 && !inList) { out.push({sel: c.sel, rank: c.rank - (/stop|typing|dots|loading|spinner|busy|thinking|generat/i.test(c.sel + name(el)) ? 2 : 0), name: name(el), seen: line.on.length}); break; }
-        if (tried.length < 20) tried.push([c.sel, now ? `${now} visible now the reply is over` : "inside the message list"]);
-      }
-    }
-    out.sort((a, b) => a.rank - b.rank || b.seen - a.seen);
-    return {found: out.slice(0, 5), rejected: tried.slice(0, 8)};
-  }
-
+@TURN@
   // -- a guess without sending -----------------------------------------------------------------------
   // Bubbles already shown (a welcome, a history) whose class or attribute names a side.
   const SIDE = {assistant: /(^|[-_ ])(assistant|bot|ai|agent|model|response|answer|incoming|received)([-_ ]|$)/i,
@@ -463,9 +277,15 @@ DISCOVER_JS = in_page(r"""
   if (op === "text") return get(arg) ? deepText(get(arg)) : null;
   if (op === "arm") return arm(arg);
   if (op === "state") return D.watch ? state(D.watch) : {ours: false};
-  if (op === "bubbles") return bubbles(D.watch);
-  if (op === "markers") return markers(D.watch, arg);
+  if (op === "turn") return turn(D.watch);
+  // Whether elements of a selector show our tag (our message still in the chat), and how long the page has
+  // been still (a reopened chat may still be drawing its history).
+  if (op === "shows") { Q.refresh(); return Q.all(arg.sel).some((el) => deepText(el).includes(arg.tag)); }  // (roots of removed hosts dropped)
+  if (op === "still") {
+    if (!D.calm || !D.calm.on) { D.calm = {last: performance.now(), on: true}; Q.observe(() => { D.calm.last = performance.now(); }); }
+    return performance.now() - D.calm.last;
+  }
   if (op === "disarm") { if (D.watch && D.watch.mo) D.watch.mo.disconnect(); D.watch = null; return true; }
   throw new Error("unknown discovery operation " + op);
 }
-""")
+""").replace("@TURN@", TURN_JS).replace("@GENERATED@", json.dumps(GENERATED_CLASS)))

@@ -557,7 +557,9 @@ class PlaywrightDriver(ChatDriver):
         await self._page().goto(self._open_url, wait_until="domcontentloaded")
 
     async def _messages_shown(self) -> int:
-        counted = self._sel.user_message or self._sel.message or self._sel.assistant_message
+        if self._sel.by_author:  # ours, by their author: a new chat may greet us in the agent's name
+            return (await ReplyWatch(self._scope(), self.profile).ours()).users
+        counted = self._sel.user_message or self._sel.assistant_message
         frame = await self._frame()
         return await bounded(frame.evaluate(_SHOWN_JS, [counted, self._sel.ignore or ""]), PAGE_GRACE_S, "counting messages")
 
@@ -593,15 +595,18 @@ class PlaywrightDriver(ChatDriver):
     async def _wait_empty(self, mode: str, deadline: float, before: int, old_url: str, resend: str | None) -> int:
         """Wait until the chat's frame shows no message for a moment; returns how often `resend` was sent."""
         page = self._page()
-        counted = self._sel.user_message or self._sel.message or self._sel.assistant_message
+        counted = self._sel.user_message or self._sel.assistant_message
         gap_s, sent = _RESEND_AFTER_S, 1
         while True:
             left_s = deadline - time.monotonic()
             wait_s = min(left_s, gap_s) if resend else left_s
             try:
-                frame = await self._frame()
-                await frame.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
-                                              timeout=max(wait_s, 0.05) * 1000, polling=50)
+                if self._sel.by_author:
+                    await self._none_of_ours_for(_RESET_SETTLE_MS / 1000, max(wait_s, 0.05))
+                else:
+                    frame = await self._frame()
+                    await frame.wait_for_function(_EMPTY_FOR_JS, arg=[counted, self._sel.ignore or "", _RESET_SETTLE_MS],
+                                                  timeout=max(wait_s, 0.05) * 1000, polling=50)
                 return sent
             except PlaywrightTimeout:
                 if resend and time.monotonic() < deadline:
@@ -618,12 +623,28 @@ class PlaywrightDriver(ChatDriver):
                     log.debug("new session: the chat's frame changed while checking the reset (%s)", str(e).splitlines()[0])
                     continue
             left = await self._messages_shown()
+            counted = f"{self._sel.message!r} by our author" if self._sel.by_author else repr(counted)
             url = "URL changed" if page.url != old_url else "URL unchanged"
             still = f"; {resend!r} still in the input, sent {sent} times" if resend and await self._still_in_input(resend) else ""
             raise await self._error(
                 f"the chat did not reset after new session ({mode}): {left} of {before} message(s) matching "
-                f"{counted!r} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url}){still}"
+                f"{counted} still shown after {self.profile.reset_timeout_s:g} s, {url} ({page.url}){still}"
                 f"{await self._alerts()}") from None
+
+    async def _none_of_ours_for(self, settle_s: float, timeout_s: float) -> None:
+        """Where only authors tell the sides apart: none of our bubbles shown for `settle_s` (a welcome in the
+        agent's name is no message of the old chat); PlaywrightTimeout after `timeout_s`, as the in-page wait."""
+        watch = ReplyWatch(self._scope(), self.profile)
+        deadline, empty_since = time.monotonic() + timeout_s, None
+        while True:
+            now = time.monotonic()
+            if (await watch.ours()).users:
+                empty_since = None
+            elif now - (empty_since := empty_since or now) >= settle_s:
+                return
+            if now >= deadline:
+                raise PlaywrightTimeout(f"our messages still shown after {timeout_s:g} s")
+            await asyncio.sleep(_POLL_S / 2)
 
     async def _press_send(self, button: Locator, journal: SendJournal, typed: str | None) -> None:
         """A button that is plainly clickable gets one real mouse click at its centre. One disabled

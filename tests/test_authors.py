@@ -91,6 +91,22 @@ def test_a_profile_by_authors_names_what_is_missing(selectors, options, error):
         profile_from_dict({"name": "x", "selectors": {"input": "textarea", **selectors}, **options})
 
 
+@pytest.mark.parametrize("navigates", [True, False], ids=["new-address", "cleared-in-place"])
+def test_a_new_chat_that_greets_in_the_agent_s_name_is_a_reset(harness, lab, tmp_path, navigates):
+    """Every bubble is `.msg`, the agent's welcome too: the reset check counts our bubbles by their author,
+    so the welcome of the new chat is no message left over from the old one."""
+    lab.scenario = LabScenario(authors="name", chunk_ms=5, welcome="Hello, I am Memo", new_chat_navigates=navigates)
+
+    async def go() -> str:
+        driver = await harness.driver(lab.profile(reset_timeout_s=5), tmp_path)
+        await driver.send("remember: my cat is Tom")
+        info = await driver.new_session()
+        await driver.close()
+        return info.reset_sign
+
+    assert "no messages left (1 before)" in harness.run(go())
+
+
 SIDES_PAGE = """<!doctype html><html><body><div id="log"></div><script>
   // Who wrote each bubble, worked out from scratch: its name, else the one before's (an empty name is none).
   window.reference = () => {

@@ -1,14 +1,20 @@
 """`mmb discover`: a profile from the URL alone, on pages no profile was written for (random class
 names, no ids, shared classes, nested shadow roots, a cross-origin widget behind a launcher, a
-conversation kept in storage), verified the run's way and then played with nothing typed twice."""
+conversation kept in storage, the agent's work shown before its answer, sides told only by their
+authors' names or by inline styles, a newest-first list, a chat that forgets on reload, class names
+whose counters change with each load), verified the run's way and then played with nothing typed
+twice and every reply read as the agent's answer."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from drivers.discover_reading import build_made, regex_literal, sides, work
+from persona.state import RunStore
 from tests.conftest import NO_TRACE, mmb
 from tests.support.chat_lab import ChatLab, LabScenario
 from tests.support.play import play
@@ -17,15 +23,33 @@ from tests.support.variant_lab import Variant
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
-# Three pages that share nothing a profile could have been tuned to (the slow set plays more, and plays
-# the frame's profile too: here it is discovered and verified by a round trip, which is most of the time).
+# Pages that share nothing a profile could have been tuned to (the slow set plays more, and plays the
+# frame's profile too: here it is discovered and verified by a round trip, which is most of the time).
 PAGES = {
     "bare icons, typing dots, Enter": Variant(seed=101, labels=False, busy="dots", send="enter"),
     "cross-origin widget behind a launcher": Variant(seed=102, frame="cross-origin", launcher=True, labels=False),
     "nested shadow roots, one class, storage": Variant(seed=103, shadow="nested", shared_class=True, launcher=True,
                                                        new_chat="storage", busy="none"),
+    # The agent's work in its bubble (a status line, a tool card, a thought, each a toggle), nothing busy
+    # during the tool's pause of 1.6 s: a discovery that takes the tool block for the answer cuts every reply there.
+    "tool cards in the bubble, nothing busy in a tool's pause": Variant(
+        seed=105, work=["status", "tool", "thought"], work_ms=1600, work_busy=False, busy="none", work_place="in-bubble",
+        work_form="toggle"),
+    # Every bubble the same element in its own shadow root, its author named once per group, an avatar and
+    # a time beside its words (Panel's chat looks so), and an "… is working" row in the list meanwhile.
+    "authors named once per group, in nested shadow roots": Variant(seed=106, sides="name-once", shadow="nested",
+                                                                    busy="working", welcome=None, meta=True),
+    # No class, role or attribute tells the sides apart, only inline styles; the newest message first in
+    # the DOM; an empty chat on every load; every class with a counter that changes with each load.
+    "newest first, sides by style, counters, forgets on reload": Variant(
+        seed=107, labels=False, sides="style", newest_first=True, counters=True, forgets_on_reload=True),
 }
 NOT_PLAYED = {"cross-origin widget behind a launcher"}
+# The default suite discovers and plays two of them (issue 36's page and issue 32's); the others take 12-40 s
+# each and go to the slow set, beside its sweep of random pages (tests/frontends/test_discover_variants.py).
+DEFAULT_SUITE = {"newest first, sides by style, counters, forgets on reload",
+                 "authors named once per group, in nested shadow roots"}
+AUTHORS = ("name", "name-once", "avatar")
 
 
 def discover(url: str, tmp_path: Path, *args: str):
@@ -34,65 +58,157 @@ def discover(url: str, tmp_path: Path, *args: str):
 
 
 def play_discovered(lab: ChatLab, agent: dict, tmp_path: Path, write_bench) -> tuple[list[str], object]:
-    """The tiny benchmark through the discovered profile: what the agent received, and the run's state."""
+    """The tiny benchmark through the discovered profile: what the agent received, and the run's state;
+    every reply recorded is the agent's answer to the message (the lab echoes it), not its work."""
     sent_before = len(lab.received)
     outcome, state = play(tmp_path, browser=NO_TRACE, benchmark=write_bench(TINY), agent=agent)
     assert outcome.status == "finished", outcome.error
+    transcript = RunStore(tmp_path / "results" / "r").transcript()
+    assert [ex.reply for ex in transcript] == [[f"echo: {ex.sent}"] for ex in transcript], agent
     return lab.received[sent_before:], state
 
 
-@pytest.mark.parametrize("page", list(PAGES))
-def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, tmp_path, write_bench):
+def loaded_twice(harness, url: str, selectors: dict[str, str]) -> list[dict[str, object]]:
+    """Each CSS selector's matches on two fresh loads of the page, and the classes of its send button."""
+    async def go():
+        out = []
+        for _ in range(2):
+            context = await harness.browser.new_context()
+            page = await context.new_page()
+            await page.goto(url)
+            await page.locator(selectors["input"]).wait_for()
+            counts = {k: await page.locator(s).count() for k, s in selectors.items() if k in ("input", "send", "new_chat")}
+            out.append({"counts": counts, "classes": await page.locator("button").first.get_attribute("class")})
+            await context.close()
+        return out
+
+    return harness.run(go())
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=() if p in DEFAULT_SUITE else pytest.mark.slow) for p in PAGES])
+def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, tmp_path, write_bench, harness):
     v = PAGES[page]
     with ChatLab(LabScenario(variant=v, chunk_ms=5)) as lab:
         url = lab.url + "/"
         done, agent = discover(url, tmp_path)
         assert done.returncode == 0, done.stderr
         probes = list(lab.received)
+        if v.counters:  # another load numbers every class anew: the selectors still find their element
+            loads = loaded_twice(harness, url, agent["selectors"])
+            assert loads[0]["classes"] != loads[1]["classes"] and all(
+                all(n == 1 for n in load["counts"].values()) for load in loads), loads
         if page not in NOT_PLAYED:
             received, state = play_discovered(lab, agent, tmp_path, write_bench)
             assert len(received) == state.turn == state.sends.typed and len(set(received)) == len(received), received
             assert state.sends.resent == [] and len(state.sessions) == 2  # the new chat of the benchmark happened
     assert len(probes) == 2 and all(p.startswith("[mmb probe]") for p in probes)  # ONE to discover, one to verify
     assert agent["url"] == url and "discovery took" in done.stderr and "OK, verified by mmb probe" in done.stderr
-    selectors = agent["selectors"]
-    assert selectors["assistant_message"] != selectors["user_message"]
+    selectors, options = agent["selectors"], agent.get("options", {})
     assert not any(":nth" in s or "#" in s for s in selectors.values()), agent  # no positions, no generated ids
+    assert options.get("keeps_history") is (not v.forgets_on_reload), agent  # as the reload showed it
+    if v.sides in AUTHORS:
+        user, bot = v.authors()
+        assert options["authors"] == {"agent": regex_literal(bot), "user": regex_literal(user)}, agent
+        assert {"message", "author"} <= selectors.keys() and "assistant_message" not in selectors
+        assert f"names the author in each bubble: {user!r} in ours, {bot!r} in the reply's" in done.stderr
+    else:
+        assert selectors["assistant_message"] != selectors["user_message"]
+    if v.sides == "style":
+        assert "[style*=" in selectors["assistant_message"] + selectors["user_message"], agent
+        assert "told by an inline style: no class, role or attribute tells the sides apart" in done.stderr
+    if v.counters:  # no class with its number, no nameless counter (jss12): stable prefixes instead
+        assert not re.search(r"\.[\w-]*\d\b|jss\d", " ".join(selectors.values())), agent
+        assert "take the stable prefix of a class whose number changes" in done.stderr
+    if v.work:
+        assert {"tool", "thought", "status"} <= selectors.keys(), agent
+        assert options["completion"]["activity_quiet_ms"] >= 5000
+        assert re.search(r"signal \S*work\(3\)", done.stderr)  # the probe's reply: the answer, its work apart
+        assert "the agent shows its work" in done.stderr
+    if v.meta:  # the avatar and the time are no part of a bubble's words (the replies above are the echo alone)
+        assert "strip" in selectors and "parts of each bubble that are not its words ('🧑'" in done.stderr, agent
+    if v.busy == "working":
+        assert "is working" in done.stderr.split("\nbusy: ")[1].splitlines()[0], done.stderr
     if v.frame != "none":
         assert agent["frame"] in ("iframe", ".panel iframe", f".{v.names()['panel']} iframe"), agent
         assert "(cross-origin, HOLDS THE CHAT)" in done.stderr
     if v.launcher:
         assert selectors["launcher"].endswith(("bubble-button", v.names()["launcher"], '"Open chat"]')), agent
     if v.new_chat == "storage":
-        assert agent["options"]["new_session"] == "storage"
+        assert options["new_session"] == "storage"
 
 
-def test_a_numbered_class_is_an_identity_only_when_the_page_has_it_with_another_number(harness):
-    """`message-11`, `message-12` name two messages; `xnmpuk0`, alone on the page, is a generated name
-    that may name a kind, and comes after the page's other names unless it is used more than once."""
+def control_selectors_on(harness, html: str, elements: list[str]) -> dict[str, list[str]]:
+    """The page half's stable selectors (op `selector`) for each element (found by CSS) of `html`."""
     from drivers.discover_page import DISCOVER_JS
 
-    html = ('<div class="log"><p class="msg-11 turn">Hi</p><p class="msg-12 turn">Hello</p></div>'
-            '<button class="xnmpuk0">Go</button><button class="xq7 toolbarentry">Stop</button>'
-            '<a class="xr4 toolbarentry">Help</a><span class="xr4">?</span>')
-
-    async def selectors() -> dict[str, list[str]]:
+    async def go() -> dict[str, list[str]]:
         page = await harness.browser.new_page()
         try:
             await page.set_content(html)
             out = {}
-            for css in ("p.msg-12", "button.xnmpuk0", "button.toolbarentry", "a.xr4"):
+            for css in elements:
                 ref = await page.evaluate(DISCOVER_JS, {"op": "ref", "arg": await page.query_selector(css)})
                 out[css] = await page.evaluate(DISCOVER_JS, {"op": "selector", "arg": ref})
             return out
         finally:
             await page.close()
 
-    found = harness.run(selectors())
+    return harness.run(go())
+
+
+def test_a_numbered_class_is_an_identity_only_when_the_page_has_it_with_another_number(harness):
+    """`message-11`, `message-12` name two messages; `xnmpuk0`, alone on the page, is a generated name
+    that may name a kind, and comes after the page's other names unless it is used more than once."""
+    html = ('<div class="log"><p class="msg-11 turn">Hi</p><p class="msg-12 turn">Hello</p></div>'
+            '<button class="xnmpuk0">Go</button><button class="xq7 toolbarentry">Stop</button>'
+            '<a class="xr4 toolbarentry">Help</a><span class="xr4">?</span>')
+    found = control_selectors_on(harness, html, ["p.msg-12", "button.xnmpuk0", "button.toolbarentry", "a.xr4"])
     assert not any("msg-" in s for s in found["p.msg-12"]), found
     assert "button.xnmpuk0" in found["button.xnmpuk0"], found
     assert found["button.toolbarentry"][0] == "button.toolbarentry" and "button.xq7" in found["button.toolbarentry"], found
     assert found["a.xr4"][0] == "a.xr4", found  # used twice: a kind, as good as any other name
+
+
+def test_a_class_with_a_counter_is_taken_by_its_stable_prefix_and_generated_names_come_last(harness):
+    """A redeploy (or, with CSS-in-JS, the next load) renumbers stopButton-149 and makeStyles-root-7: their
+    stable prefix names the kind; a nameless counter (jss12) never does; a whole generated name (css-1x2y3z)
+    holds until the next deploy: a test id goes first, and it is used only where nothing else tells."""
+    html = ('<form><button class="stopButton-149 jss12">■</button><button class="makeStyles-root-7 jss13">▶</button>'
+            '<button class="css-1x2y3z" data-testid="send-button">Send</button><button class="css-9q8w7e">?</button></form>')
+    found = control_selectors_on(harness, html, [".jss12", ".jss13", ".css-1x2y3z", ".css-9q8w7e"])
+    assert found[".jss12"][0] == 'button[class*="stopButton-"]', found
+    assert found[".jss13"][0] == 'button[class*="makeStyles-root-"]', found
+    assert not any(re.search(r"149|jss|-7\b", s) for sels in found.values() for s in sels), found
+    assert found[".css-1x2y3z"][0] == 'button[data-testid="send-button"]', found
+    assert found[".css-9q8w7e"] == ["button.css-9q8w7e", ".css-9q8w7e"], found
+
+
+def test_what_discovery_says_of_names_a_build_made():
+    lines = build_made({"assistant_message": ".css-8w9ymb", "busy": 'button[class*="stopButton-"]', "input": "textarea"})
+    assert lines == ["these rest on class names a build generated, stable only until its next deploy (nothing stabler "
+                     "marks them: no role, test id or attribute of their own): assistant_message '.css-8w9ymb'",
+                     "these take the stable prefix of a class whose number changes (a build's counter): busy "
+                     "'button[class*=\"stopButton-\"]'"]
+    assert build_made({"assistant_message": ".bubble.bot", "new_chat": ".new-chat"}) == []
+
+
+def test_sides_told_by_their_authors_name_them_whole_and_work_sets_the_pause_it_allows():
+    turn = {"assistant": {"ok": [], "rejected": [[".msg", "also matches the other side's bubble"]]},
+            "user": {"ok": [".msg"], "rejected": []}, "rows": 1,
+            "authors": {"found": {"message": ".msg", "author": ".name", "agent": "Helper Bot (v1.2)", "user": "You"},
+                        "rejected": []},
+            "work": {"found": {"tool": {"sel": "details", "count": 2, "titles": ["Used tool search", "Used tool read"]}},
+                     "rejected": []}}
+    told = sides(turn)
+    assert told.selectors == {"message": ".msg", "author": ".name"} and told.problem is None
+    assert told.options == {"authors": {"agent": r"Helper Bot \(v1\.2\)", "user": "You"}}
+    assert re.fullmatch(told.options["authors"]["agent"], "Helper Bot (v1.2)")
+    assert work(turn, 1.6, "a collapsible <details>").options == {"completion": {"activity_quiet_ms": 5000}}
+    assert work(turn, 3.1, "a collapsible <details>").options == {"completion": {"activity_quiet_ms": 6500}}
+    nothing = work({"work": {"found": {}, "rejected": []}}, 0, "a status line ('Searching…')")
+    assert nothing.selectors == {} and "no selector tells it from the answer" in nothing.findings[0].how
+    turn["authors"] = {"found": None, "rejected": [[".msg by .time", "names '10:42' in ours and '10:42' in the reply's"]]}
+    assert "no element in each bubble names its author" in sides(turn).problem
 
 
 def test_no_send_types_nothing_and_says_what_it_cannot_tell(tmp_path):
@@ -127,6 +243,7 @@ def test_with_a_saved_login_the_new_chat_is_never_a_logout(tmp_path, write_confi
     assert len(probes) == 1  # the one discovery message; no verification of a profile that cannot start a new chat
 
 
+@pytest.mark.slow  # 12 s of waiting out each control's search: the slow set
 def test_a_page_with_no_chat_fails_naming_what_it_tried(tmp_path):
     site = tmp_path / "site"
     site.mkdir()

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.usefixtures("chromium")
 FAST_STREAM = {DEMO_FAULTS_ENV: "{}"}  # no kill to land mid-reply here: the agent streams at its own pace
 
 
+@pytest.mark.slow  # two whole runs against DemoMind, 15 s: the slow set (tests/test_faults_input.py has the static errors)
 def test_a_phase_block_failing_at_run_time_stops_with_its_line_and_resumes_after_the_fix(demo_reference, tmp_path):
     """`await bench.newSession()` can only fail against the real chat (here: no such New-chat button):
     the run stops at the block's file:line, resumable; with the config fixed it ends like the reference."""

@@ -13,6 +13,7 @@ from tests.support.run_process import Results, evaluation_key, finish, start
 pytestmark = pytest.mark.usefixtures("chromium")
 
 
+@pytest.mark.slow  # a whole run through every fault, 25 s: the slow set (tests/test_faults_driver.py has each fault alone)
 def test_a_whole_run_rides_out_a_sick_chat_or_stops_resumable(demo_reference, tmp_path):
     """Through the CLI: a chat failing four times in a row stops the run with a clear error; the rerun
     resumes the pending message, recovers from an error bubble, a rate limit and dropped streams,

@@ -408,3 +408,13 @@ def test_a_failing_judge_stops_the_run_and_a_rerun_grades_where_it_stopped(tmp_p
     assert outcome.status == "finished" and [e.score for e in state.evaluations] == [10, 10, 10]
     sent = [ex.sent for ex in RunStore(tmp_path / "results" / "r").transcript()]
     assert sent.count("What is my best 10 km time?") == 1, "the question was not asked again"
+
+
+def test_a_correction_told_in_the_question_s_words_is_not_where_it_was_asked():
+    """The fact's change told just before the question shares all its words: the question is the message
+    that asks, so the judge (and the autopsy's turn) starts there."""
+    window = [ex(5, "Correction: my new bike cost 720 EUR, not 640.", "Noted."),
+              ex(6, "How much did my new bike cost?", "720 EUR."), ex(7, "Are you sure?", "Yes.")]
+    assert [t.turn for t in answer_turns(window, "How much did my new bike cost?")] == [6, 7]
+    told = [ex(5, "My new bike cost 640 EUR.", "Noted."), ex(6, "So, the bike: what did it cost me?", "640 EUR.")]
+    assert [t.turn for t in answer_turns(told, "How much did my new bike cost?")] == [6]

@@ -91,6 +91,7 @@ def test_an_invalid_selector_is_an_error_with_exit_2_never_ok(tmp_path, bad):
     assert received == []
 
 
+@pytest.mark.slow  # it waits out the probe's whole budget, 15 s: the slow set
 def test_a_failing_probe_answers_within_its_budget_with_what_each_selector_matched(tmp_path):
     """The agent stays busy and never answers; the profile would wait 10 minutes, the probe 25 s at most."""
     with ChatLab(LabScenario(never_reply=True, placeholder="Thinking…")) as lab:
@@ -113,7 +114,7 @@ def test_a_new_chat_that_does_not_reset_fails_the_probe(tmp_path):
     assert "new chat (button): FAILED: the chat did not reset after new session (button): 1 of 1 message(s)" in done.stdout
 
 
-@pytest.mark.parametrize("shadow", ["open", "nested"])
+@pytest.mark.parametrize("shadow", ["open", pytest.param("nested", marks=pytest.mark.slow)])  # nested: 11 s, slow set
 def test_probe_in_shadow_roots_agrees_with_the_run_and_flags_a_selector_across_a_boundary(tmp_path, shadow):
     with ChatLab(LabScenario(shadow=shadow)) as lab:
         fits = mmb("probe", lab.url + "/", *flags(LAB_SELECTORS), "--out", str(tmp_path))

@@ -75,6 +75,7 @@ def test_no_reply_stops_naming_the_selector_with_a_screenshot_and_the_dom(write_
     assert report_line(tmp_path) == "- **Typed into the chat:** 2 persona message(s) typed; 1 answered, turn 2 awaiting its reply"
 
 
+@pytest.mark.slow  # it waits a slow reply out, 10 s: the slow set
 def test_a_slow_reply_with_no_reply_wait_is_waited_for_not_typed_again(write_bench, tmp_path):
     """The 2nd reply comes after 3 s, with no busy marker: past first_bubble_timeout_s, 'wait' reopens
     the chat and waits again until it shows the reply."""

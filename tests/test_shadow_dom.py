@@ -191,14 +191,9 @@ def test_the_page_html_keeps_open_shadow_roots_inline(harness):
     assert json.dumps(html)  # plain text, for the failure files
 
 
-def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it_is(harness, tmp_path):
-    """Web components attach their root in the constructor, before the element is put in the page: the
-    query helper must see into it once it is there (a discovered profile was marked SPLIT without this)."""
-    page_html = """<!doctype html><body><script>
-      window.later = () => { const h = document.createElement("x-m"); h.attachShadow({mode: "open"}).innerHTML =
-        "<p class='m'>in the root</p>"; window.pending = h; };
-      window.place = () => document.body.append(window.pending);
-    </script></body>"""
+def matches_around(harness, tmp_path, page_html: str, change: str, setup: str = "") -> tuple[int, int]:
+    """The matches of `.m` on a page opened as every driver page is (the hook first), after `setup` and
+    then after `change` (scripts run in the page)."""
     count = in_page("(s) => Q.all(s).length")
 
     async def go():
@@ -208,14 +203,38 @@ def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it
             (tmp_path / "page.html").write_text(page_html)
             await page.goto((tmp_path / "page.html").as_uri())
             assert await page.evaluate("!!window.__mmbShadowRoots")  # the hook, as every driver page has it
-            await page.evaluate("later()")  # the root exists, its host is not in the page
+            if setup:
+                await page.evaluate(setup)
             before = await page.evaluate(count, ".m")
-            await page.evaluate("place()")
+            await page.evaluate(change)
             return before, await page.evaluate(count, ".m")
         finally:
             await page.close()
 
-    assert harness.run(go()) == (0, 1)
+    return harness.run(go())
+
+
+def test_a_root_given_to_its_host_before_the_host_is_in_the_page_is_seen_once_it_is(harness, tmp_path):
+    """Web components attach their root in the constructor, before the element is put in the page: the
+    query helper must see into it once it is there (a discovered profile was marked SPLIT without this)."""
+    page_html = """<!doctype html><body><script>
+      window.later = () => { const h = document.createElement("x-m"); h.attachShadow({mode: "open"}).innerHTML =
+        "<p class='m'>in the root</p>"; window.pending = h; };
+      window.place = () => document.body.append(window.pending);
+    </script></body>"""
+    # the root exists, its host is not in the page; then it is
+    assert matches_around(harness, tmp_path, page_html, "place()", setup="later()") == (0, 1)
+
+
+def test_a_root_whose_host_left_the_page_is_searched_no_more(harness, tmp_path):
+    """A new chat that empties the list in place (no new page, no new root) removes every message whose
+    text lived in its own shadow root: the reset check must see them gone (a discovered profile on such a
+    page failed its reset check with the old messages "still shown" for 15 s)."""
+    page_html = """<!doctype html><body><div id="log"></div><script>
+      for (const t of ["one", "two"]) document.getElementById("log").appendChild(document.createElement("x-m"))
+        .attachShadow({mode: "open"}).innerHTML = `<p class='m'>${t}</p>`;
+    </script></body>"""
+    assert matches_around(harness, tmp_path, page_html, "document.getElementById('log').replaceChildren()") == (2, 0)
 
 
 def test_text_reads_words_in_nested_roots_and_slots_and_leaves_out_what_is_skipped(harness):

@@ -23,6 +23,8 @@ from tests.support.run_process import saved_state
 from tests.support.static_site import serve
 
 CLIENTS = ["telegram_k", "telegram_a"]
+# The long tests play both clients in the slow set and telegram_k alone in the default suite.
+BOTH_SLOW_A = ["telegram_k", pytest.param("telegram_a", marks=pytest.mark.slow)]
 PATH = {"telegram_k": "k/", "telegram_a": "a/"}
 NAIVE_INPUT = {"telegram_k": ".input-message-input", "telegram_a": "#editable-message-text"}
 # Quicker than real bots, same shape: the draft streams, the second bubble comes after a pause.
@@ -111,7 +113,7 @@ def test_without_the_typing_marker_the_reply_would_be_cut_short(harness, site, c
     harness.run(go())
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", BOTH_SLOW_A)
 def test_new_is_a_message_the_bot_acknowledges_and_then_it_has_forgotten(harness, site, client, tmp_path) -> None:
     async def go() -> None:
         driver = await _open(harness, client, site, tmp_path)
@@ -129,6 +131,7 @@ def test_new_is_a_message_the_bot_acknowledges_and_then_it_has_forgotten(harness
     harness.run(go())
 
 
+@pytest.mark.slow  # 14 s: the slow set
 def test_a_long_chat_survives_tweb_dropping_old_bubbles(harness, site, tmp_path) -> None:
     """Web K keeps only the bubbles near the viewport, so counting ours stops working."""
 
@@ -147,7 +150,7 @@ def test_a_long_chat_survives_tweb_dropping_old_bubbles(harness, site, tmp_path)
                        for i in range(1, 6)]
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", BOTH_SLOW_A)
 def test_a_deep_link_to_another_bot_opens_no_chat(harness, site, client, tmp_path) -> None:
     async def go() -> None:
         await _open(harness, client, site, tmp_path, {"ready_timeout_s": 3}, bot="nosuchbot")

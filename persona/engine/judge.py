@@ -98,11 +98,15 @@ def answer_turns(window: list[Exchange], question: str) -> list[QuotedTurn]:
     """The chat from the question to the grade: of the exchanges a grade is about (tools.ToolBox's
     answer window: since the phase began and the last grade, up to when the persona wrote the call),
     those from the earliest message that shares the most words with the question (the persona asks in
-    its own words). With no word in common, the whole window: better the judge reads more than misses
-    the question."""
+    its own words), a message that asks something first: a correction told just before the question
+    in the same words ("my new bike cost 720 EUR" before "how much did my new bike cost?") is not where
+    the question was asked. With no word in common, the whole window: better the judge reads more than
+    misses the question."""
     wanted = stems(question)
-    shared = [len(wanted & stems(ex.sent)) for ex in window]
-    start = shared.index(max(shared)) if shared and max(shared) > 0 else 0
+    shared = [(len(wanted & stems(ex.sent)), "?" in ex.sent) for ex in window]
+    asking = [(n if asks else 0) for n, asks in shared]
+    counts = asking if any(asking) else [n for n, _ in shared]
+    start = counts.index(max(counts)) if counts and max(counts) > 0 else 0
     return [QuotedTurn(turn=ex.turn, sent=ex.sent, reply=list(ex.reply)) for ex in window[start:]]
 
 

@@ -3,16 +3,20 @@
 Everything runs on 127.0.0.1 and comes from a package registry: Synapse from PyPI (SQLite; the
 tester and the bot registered with the shared secret), Hydrogen from npm (hydrogen-view-sdk,
 tests/support/matrix_client.py), OpenClaw from npm with its Matrix channel plugin installed the
-way its docs say (`openclaw plugins install`), its model the local server with the same memory
-model as the OpenClaw web-chat test (it remembers only the conversation it is sent).
+way its docs say (`openclaw plugins install`), its model the local server with the memory model of
+the OpenClaw web-chat memory test (tests/support/openclaw_memory.py): each fact written to OpenClaw's
+memory note with OpenClaw's read and write tools, each question answered from `memory_search` alone,
+with the same memory settings (keyword search, no recall from other conversations, no dreaming).
 
 The tester starts an end-to-end encrypted DM with the bot (as Element and Hydrogen make DMs), logs
 in to Hydrogen once through its form, and the storage state is kept as `mmb login` keeps it. Then
-the real `mmb run` plays tests/support/frontend_bench through the `hydrogen` profile, opened by
+the real `mmb run` plays tests/support/openclaw_bench through the `hydrogen` profile, opened by
 the DM's deep link: facts told over several messages, answers that come as several messages,
-`/new` (typed `//new`, Hydrogen's escape) acknowledged by the bot, checks graded. What the run recorded is checked against the room's
-events as Synapse stored them: every message typed once, every answer the bot sent scraped whole,
-all of them encrypted (the server holds no message text).
+`/new` (typed `//new`, Hydrogen's escape) acknowledged by the bot, checks graded. After `/new` the bot
+knows only what its memory files hold, so the checks score as the web-chat memory test's do, and the
+run's snapshots of those files give report.md's memory autopsy. What the run recorded is checked
+against the room's events as Synapse stored them: every message typed once, every answer the bot sent
+scraped whole, all of them encrypted (the server holds no message text).
 """
 
 from __future__ import annotations
@@ -32,16 +36,16 @@ from tests.conftest import mmb
 from tests.frontends.test_openclaw import _files_mention, _tail
 from tests.support.frontends import install
 from tests.support.matrix_client import hydrogen_client, served_hydrogen
-from tests.support.node_frontends import MatrixChannel, OpenClawChatModel, install_openclaw, openclaw_gateway
+from tests.support.node_frontends import MatrixChannel, install_openclaw, openclaw_gateway
+from tests.support.openclaw_memory import MEMORY_SETTINGS, OpenClawMemoryModel
+from tests.support.openclaw_memory_run import BENCH, UNWRITTEN, assert_kept_in_memory_files, memory_snapshots
 from tests.support.quirk_server import QuirkServer
 from tests.support.run_process import saved_state
 from tests.support.synapse import Account, Homeserver, homeserver, synapse_frontend
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("chromium")]
 
-BENCH = Path(__file__).resolve().parents[1] / "support" / "frontend_bench"
 MODEL = "mmb-test-model"
-EXPECTED_SCORES = {"s1": 10, "n1": 0, "n2": 10}  # see frontend_bench/chapter2.md
 ENCRYPTED = True  # the bot supports E2EE (matrix-js-sdk's Rust crypto), so the DM is encrypted as clients make DMs
 JOIN_TIMEOUT_S = 180
 # The bot's longer answers go out as several messages, as a bot's often do: OpenClaw splits at a space
@@ -87,7 +91,7 @@ def matrix(tmp_path_factory):
     client = hydrogen_client()
     print(f"\ninstalls: synapse {synapse.versions} {synapse.seconds:.0f} s, openclaw {openclaw.versions} "
           f"{openclaw.seconds:.0f} s, hydrogen {client.versions} {client.seconds:.0f} s (0 = cached)")
-    model = OpenClawChatModel(think_s=0.5)
+    model = OpenClawMemoryModel(unwritten=UNWRITTEN)
     with homeserver(work / "synapse") as hs:
         tester, bot = hs.register("rui"), hs.register("openclaw")
         hs.set_display_name(tester, "Rui")
@@ -99,7 +103,7 @@ def matrix(tmp_path_factory):
         started = time.monotonic()
         with QuirkServer(model, profile="vllm", model=MODEL, chunk_delay_s=0.1) as server, \
                 openclaw_gateway(openclaw, model_url=server.base_url, model=MODEL, workdir=work / "openclaw",
-                                 token=secrets.token_hex(16), matrix=channel) as gateway:
+                                 token=secrets.token_hex(16), matrix=channel, extra=MEMORY_SETTINGS) as gateway:
             ready = time.monotonic() - started
             joined = [_wait_joined(hs, room, tester, bot.user_id) for room in rooms.values()]
             with served_hydrogen(client, work / "hydrogen", hs.url) as client_url:
@@ -111,7 +115,7 @@ def matrix(tmp_path_factory):
                 print(f"gateway ready {ready:.0f} s, bot joined {max(joined):.0f} s later, "
                       f"stack up {time.monotonic() - began:.0f} s")
                 yield {"hs": hs, "tester": tester, "bot": bot, "rooms": rooms, "links": links, "auth": auth,
-                       "model": model, "gateway_log": gateway.log}
+                       "model": model, "gateway_log": gateway.log, "workspace": work / "openclaw" / "workspace"}
 
 
 def _messages(hs: Homeserver, room: str, tester: Account) -> list[dict]:
@@ -122,13 +126,15 @@ def _messages(hs: Homeserver, room: str, tester: Account) -> list[dict]:
 @pytest.mark.timeout(3600)
 def test_a_benchmark_plays_through_a_matrix_client_to_openclaws_bot(matrix, tmp_path: Path, write_config) -> None:
     hs, tester, bot, room = matrix["hs"], matrix["tester"], matrix["bot"], matrix["rooms"]["run"]
-    model: OpenClawChatModel = matrix["model"]
+    model: OpenClawMemoryModel = matrix["model"]
     config = write_config([{"id": "matrix", "benchmark": str(BENCH),
-                            "agent": {"driver": "hydrogen", "url": matrix["links"]["run"], "auth": "hydrogen"}}],
+                            "agent": {"driver": "hydrogen", "url": matrix["links"]["run"], "auth": "hydrogen",
+                                      "memory": memory_snapshots(matrix["workspace"])}}],
                           browser={"trace": "on", "auth_dir": str(matrix["auth"])})
     began = time.monotonic()
     done = mmb("run", "-c", str(config), timeout=2400)
-    print(f"matrix run {time.monotonic() - began:.0f} s")
+    print(f"matrix run {time.monotonic() - began:.0f} s, {len(model.requests)} model requests, "
+          f"tools {[u.name for u in model.tool_uses]}")
     results = tmp_path / "results"
     folder = results / "matrix"
     assert done.returncode == 0, (f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}\n"
@@ -137,12 +143,17 @@ def test_a_benchmark_plays_through_a_matrix_client_to_openclaws_bot(matrix, tmp_
     assert state["status"] == "finished"
     exchanges = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
 
-    # `/new` was the new session, acknowledged by the bot; the model never saw the first session again.
+    # `/new` was the new session, acknowledged by the bot; the model never saw the first session again:
+    # after `/new` the dog's name first reached it in what its memory_search returned, and the person never
+    # said it (the messages that say it are the model's answer from that search).
     assert [s["reason"] for s in state["sessions"]] == ["start", "newSession"]
     assert state["sessions"][1]["reset_sign"].startswith("agent acknowledged '//new'"), state["sessions"][1]
-    after_reset = [r for r in model.requests if "What is my dog called?" in json.dumps(r)]
-    assert after_reset and not any("Biscuit" in json.dumps(r) for r in after_reset)
-    assert {e["check_id"]: e["score"] for e in state["evaluations"]} == EXPECTED_SCORES
+    after_reset = [r for r in model.requests if "What is our dog called?" in json.dumps(r)]
+    saying = [[m["role"] for m in r if "Biscuit" in json.dumps(m)] for r in after_reset]
+    assert [roles for roles in saying if roles][:1] == [["tool"]], saying
+    assert not any({"system", "user"} & set(roles) for roles in saying), saying
+    report = (results / "report.md").read_text()
+    assert_kept_in_memory_files(folder, matrix["workspace"], model, state, report)
 
     # Against the room as Synapse stored it: each persona message and the one `/new` typed once,
     # each answer one the model gave, scraped whole; the bot sent nothing the run did not take.
@@ -162,8 +173,7 @@ def test_a_benchmark_plays_through_a_matrix_client_to_openclaws_bot(matrix, tmp_
     assert {e["type"] for e in stored} == {"m.room.encrypted"}
     assert "Biscuit" not in json.dumps(stored)
 
-    report = (results / "report.md").read_text()
-    assert "3 of 3 planned checks graded" in report
+    assert "4 of 4 planned checks graded" in report
     # The login (Hydrogen keeps the access token in localStorage) reached no file of the run, traces included.
     assert list((folder / "traces").glob("*.trace.zip"))
     assert _files_mention(results, tester.access_token) == []

@@ -5,6 +5,11 @@ The gateway's model is a custom OpenAI-compatible provider pointed at a local se
 scripted persona plays tests/support/frontend_bench through the Control UI with the `openclaw`
 profile via the real `mmb run`: facts told, "+" for a new session, checks graded, state.json and
 report.md written. A second test types `/new` instead and checks that the agent forgot.
+
+The last test gives OpenClaw an agent model that uses its memory (tests/support/openclaw_memory.py):
+facts written to the workspace's memory note with OpenClaw's own tools, memory_search after the new
+chat, a small context that makes OpenClaw compact; the run snapshots those real files and the
+autopsy classifies the misses from them.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from drivers.registry import build_profile
 from tests.conftest import mmb
 from tests.support.chat_model import UNKNOWN
 from tests.support.node_frontends import OpenClawChatModel, install_openclaw, openclaw_gateway
+from tests.support.openclaw_memory import MEMORY_SETTINGS, OpenClawMemoryModel
+from tests.support.openclaw_memory_run import BENCH as MEMORY_BENCH
+from tests.support.openclaw_memory_run import UNWRITTEN, assert_kept_in_memory_files, memory_snapshots
 from tests.support.quirk_server import QuirkServer
 from tests.support.run_process import saved_state
 
@@ -37,6 +45,10 @@ MODEL = "mmb-test-model"
 TOKEN_ENV = "OPENCLAW_GATEWAY_TOKEN"
 FRAGMENT = "#token=${" + TOKEN_ENV + "}"  # the token itself never enters the config
 EXPECTED_SCORES = {"s1": 10, "n1": 0, "n2": 10}  # see frontend_bench/chapter2.md
+# OpenClaw is told the model holds 20,000 tokens and trims its own prompt to that (a system prompt of
+# about 8,500 tokens), the model server refuses requests past 11,000 as vLLM does: the first chat
+# outgrows it after about five facts, and OpenClaw compacts.
+CONTEXT_WINDOW, CONTEXT_LIMIT = 20000, 11000
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +65,20 @@ def gateway(tmp_path_factory):
         print(f"\nopenclaw {installed.versions}: install {installed.seconds:.0f} s (0 = cached), "
               f"gateway ready {time.monotonic() - started:.0f} s")
         yield {"url": f"http://127.0.0.1:{port}/{FRAGMENT}", "token": token, "model": model, "log": running.log}
+
+
+@pytest.fixture
+def memory_gateway(tmp_path_factory):
+    installed = install_openclaw()
+    model = OpenClawMemoryModel(unwritten=UNWRITTEN, context_tokens=CONTEXT_LIMIT)
+    token = secrets.token_hex(16)
+    workdir = tmp_path_factory.mktemp("openclaw-memory")
+    with QuirkServer(model, profile="vllm", model=MODEL, chunk_delay_s=0.05) as server, \
+            openclaw_gateway(installed, model_url=server.base_url, model=MODEL, workdir=workdir, token=token,
+                             context_window=CONTEXT_WINDOW, extra=MEMORY_SETTINGS) as running:
+        port = running.url.split(":")[2].split("/")[0]
+        yield {"url": f"http://127.0.0.1:{port}/{FRAGMENT}", "token": token, "model": model, "log": running.log,
+               "workspace": workdir / "workspace", "server": server}
 
 
 def _files_mention(folder: Path, secret: str) -> list[Path]:
@@ -140,6 +166,51 @@ def test_typing_new_opens_a_fresh_session_the_agent_knows_nothing_in(gateway, tm
     assert url.startswith("/chat/")
     assert "Pixel" in replies[1], replies
     assert replies[2] == UNKNOWN, replies
+
+
+@pytest.mark.timeout(3600)
+def test_openclaw_keeps_the_facts_in_its_memory_files_and_the_autopsy_reads_them(memory_gateway, tmp_path: Path,
+                                                                                 write_config) -> None:
+    model: OpenClawMemoryModel = memory_gateway["model"]
+    config = write_config([{"id": "openclaw-memory", "benchmark": str(MEMORY_BENCH),
+                            "agent": {"driver": "openclaw", "url": memory_gateway["url"],
+                                      "memory": memory_snapshots(memory_gateway["workspace"])}}])
+    began = time.monotonic()
+    done = mmb("run", "-c", str(config), timeout=2400, env={TOKEN_ENV: memory_gateway["token"]})
+    results = tmp_path / "results"
+    folder = results / "openclaw-memory"
+    print(f"openclaw memory run {time.monotonic() - began:.0f} s, {model.overflows} overflow(s), "
+          f"{model.summaries} compaction summary(ies), tools {[u.name for u in model.tool_uses]}")
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_tail(folder / 'run.log')}\n{_tail(memory_gateway['log'])}"
+    state = saved_state(folder)
+    assert state["status"] == "finished"
+    refused = memory_gateway["server"].rejections
+    assert all(status == 400 and "maximum context length" in why for status, why in refused), refused
+
+    # Every reply is the model's answer alone; the tool work it did is the turn's activity, never its text.
+    exchanges = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
+    squash = lambda t: " ".join(t.split())  # noqa: E731
+    answers = {squash(a) for a in model.answers}
+    assert all(squash("\n".join(x["reply"])) in answers for x in exchanges), [x["reply"] for x in exchanges]
+    told = next(x for x in exchanges if x["sent"] == "Our dog is called Biscuit.")
+    assert [a["title"] for a in told["activity"] if a["kind"] == "tool"] == ["1 read · 1 write"], told["activity"]
+    asked = next(x for x in exchanges if x["sent"] == "What is our dog called?")
+    assert [a for a in asked["activity"] if a["kind"] == "tool"], asked["activity"]
+    assert "read" not in json.dumps(asked["activity"])  # a search, not a file read
+
+    # The facts are in OpenClaw's own memory note, and only there: the new chat found them by searching;
+    # the run's snapshots are those files, and the autopsy classifies each miss from them.
+    report = (results / "report.md").read_text()
+    assert_kept_in_memory_files(folder, memory_gateway["workspace"], model, state, report)
+
+    # Each time the model refused a request for its length OpenClaw compacted (the first time in the
+    # first chat) and said so in the thread: report.md counts them as the agent's compactions.
+    notices = state["agent_notices"]
+    assert model.overflows >= 1 and model.summaries >= model.overflows
+    assert len(notices) == model.overflows and notices[0]["session"] == 0, notices
+    assert all(n["text"].startswith("Context compacted\nEarlier messages were summarized") for n in notices), notices
+    assert f"**Agent compactions observed:** {len(notices)} — turn {notices[0]['turn']} (session 0): ` Context compacted" \
+        in report
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -53,9 +53,6 @@ PANEL = Frontend(
                                  "--port", str(launch.port), "--allow-websocket-origin", f"127.0.0.1:{launch.port}"],
     path="/app",
     ready_path="/app",
-    # every bubble is the same `.chat-message`, its words in nested shadow roots: only the author's name
-    # tells the sides apart, which discovery does not look for
-    discovery_gap=r"NOT FOUND: no selector matches the reply's bubble and not the other's",
 )
 
 

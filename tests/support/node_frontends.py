@@ -175,11 +175,13 @@ def install_matrix_plugin(installed: OpenClawInstall, home: Path, timeout_s: flo
     return time.monotonic() - started
 
 
-def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
+def gateway_config(workdir: Path, model_url: str, model: str, *, context_window: int = 128000,
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """What `openclaw onboard --non-interactive --auth-choice custom-api-key` writes, plus the
-    offline settings; written directly because onboarding takes a minute and needs the same inputs."""
+    offline settings; written directly because onboarding takes a minute and needs the same inputs.
+    `extra` is merged in, key by key (e.g. openclaw_memory.MEMORY_SETTINGS)."""
     ref = f"{MODEL_PROVIDER}/{model}"
-    return {
+    return _merged({
         "agents": {"defaults": {"workspace": str(workdir / "workspace"), "skipBootstrap": True,
                                 "model": {"primary": ref}, "models": {ref: {}}}},
         "gateway": {"mode": "local", "bind": "loopback", "auth": {"mode": "token"},  # the token comes from env
@@ -189,10 +191,16 @@ def gateway_config(workdir: Path, model_url: str, model: str) -> dict[str, Any]:
         "discovery": {"mdns": {"mode": "off"}},
         "models": {"mode": "merge", "providers": {MODEL_PROVIDER: {
             "baseUrl": model_url, "api": "openai-completions", "apiKey": "sk-local-test",
-            "models": [{"id": model, "name": model, "contextWindow": 128000, "maxTokens": 4096, "input": ["text"],
+            "models": [{"id": model, "name": model, "contextWindow": context_window, "maxTokens": 4096, "input": ["text"],
                         "reasoning": False, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
         }}},
-    }
+    }, extra or {})
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        base[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return base
 
 
 def _openclaw_frontend(installed: OpenClawInstall, token: str, matrix: MatrixChannel | None = None) -> Frontend:
@@ -212,9 +220,10 @@ def _openclaw_frontend(installed: OpenClawInstall, token: str, matrix: MatrixCha
 
 @contextlib.contextmanager
 def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, workdir: Path,
-                     token: str, matrix: MatrixChannel | None = None) -> Iterator[Running]:
+                     token: str, matrix: MatrixChannel | None = None, context_window: int = 128000,
+                     extra: dict[str, Any] | None = None) -> Iterator[Running]:
     """The gateway, serving its Control UI (with `matrix`, also a bot in that channel), until the
-    block ends (stopped with its process group).
+    block ends (stopped with its process group). `context_window` and `extra` go to gateway_config.
 
     On a loaded two-core machine the first start takes minutes (SQLite state, plugin scan); the
     gateway also refuses to report ready when a worker misses its 5 s start-up deadline, so one
@@ -224,8 +233,8 @@ def openclaw_gateway(installed: OpenClawInstall, *, model_url: str, model: str, 
     config.parent.mkdir(parents=True, exist_ok=True)
     if matrix:
         install_matrix_plugin(installed, workdir)
-    config.write_text(json.dumps({**gateway_config(workdir, model_url, model), **(matrix.config() if matrix else {})},
-                                 indent=1))
+    settings = gateway_config(workdir, model_url, model, context_window=context_window, extra=extra)
+    config.write_text(json.dumps(_merged(settings, matrix.config() if matrix else {}), indent=1))
     frontend = _openclaw_frontend(installed, token, matrix)
     for attempt in (1, 2):
         stack = contextlib.ExitStack()

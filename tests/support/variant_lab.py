@@ -15,6 +15,20 @@ from a seed (as CSS modules and styled-components make them), and the shapes rea
 * `busy`: a stop button, typing dots, or nothing at all;
 * `new_chat="storage"`: no New chat control; the conversation id lives in localStorage, so only
   forgetting the origin's storage starts over;
+* `sides`: what tells our bubbles from the agent's: a class per side (or, with `shared_class`, an
+  attribute), inline styles only (alignment, background), or only who wrote them: an author's name in
+  each bubble, once per group (messengers), or an avatar whose alt text names it;
+* `busy` also "working" (an "… is working" row in the list for the whole turn) and "input" (the text
+  box disabled while the agent works);
+* `work`: the agent's visible work before its answer (a tool card that runs `work_ms` and then shows a
+  result holding the answer's words, a thought, a status line removed once the answer starts), in the
+  reply's bubble or beside it, as `<details>`, an `aria-expanded` toggle or a block labelled for its
+  kind; the busy marker shows meanwhile only with `work_busy`;
+* `newest_first`: the DOM lists the newest message first, laid out bottom-up (column-reverse);
+* `forgets_on_reload`: a page loaded shows an empty chat (the server keeps the conversation);
+* `counters`: every class name carries a counter that changes with each page load (`kqzvtu-149`), as
+  CSS-in-JS builds number their classes, plus a `jss<n>` class beside each;
+* `meta`: each bubble also shows an emoji avatar and the time it was sent;
 * faults for the driver's bounds: `break_watch` (the page breaks `checkVisibility` after the first
   message, so the reply watch throws inside the page), `block_ms` (the page's main thread is stuck
   that long after showing our message).
@@ -46,30 +60,48 @@ class Variant(BaseModel):
     shadow: Literal["none", "nested"] = "none"
     frame: Literal["none", "same-origin", "cross-origin"] = "none"
     launcher: bool = False
-    busy: Literal["stop", "dots", "none"] = "stop"
+    busy: Literal["stop", "dots", "working", "input", "none"] = "stop"
     send: Literal["button", "enter"] = "button"
     new_chat: Literal["button", "storage"] = "button"
     welcome: str | None = "Hi! How can I help you today?"
     break_watch: bool = False
     block_ms: int = 0
+    sides: Literal["markup", "style", "name", "name-once", "avatar"] = "markup"
+    work: list[Literal["tool", "thought", "status"]] = []
+    work_form: Literal["details", "toggle", "labelled"] = "details"
+    work_place: Literal["in-bubble", "beside"] = "beside"
+    work_ms: int = 0
+    work_busy: bool = True
+    newest_first: bool = False
+    forgets_on_reload: bool = False
+    counters: bool = False
+    meta: bool = False  # each bubble also shows an emoji avatar and the time it was sent (not the message's words)
 
     def names(self) -> dict[str, str]:
         """Class names for each part, generated from the seed in one of the styles real builds use."""
         rng = random.Random(self.seed)
         style = rng.choice(["css-{}", "_{}_1", "sc-{}", "x{}"])
         parts = ["app", "header", "title", "log", "row", "user", "bot", "bubble", "text", "composer", "input", "send",
-                 "stop", "dots", "new", "launcher", "panel", "welcome", "tag", "msgtag"]
-        out = {}
+                 "stop", "dots", "new", "launcher", "panel", "welcome", "tag", "msgtag",
+                 "tool", "thought", "worktitle", "workbody", "status", "name", "avatar", "working", "face", "time"]  # (new ones last:
+        # a seed keeps the names it had)
+        out, tokens = {}, {}
         for part in parts:
-            token = "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(6))
-            out[part] = style.format(token)
-        out["tag"] = f"x-chat-{out['tag'][-6:].lower().strip('_-') or 'app'}"
-        out["msgtag"] = f"x-msg-{out['msgtag'][-6:].lower().strip('_-') or 'item'}"
+            tokens[part] = token = "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(6))
+            # Counters: a stem of letters and a number the page sets at each load ("@"), as CSS-in-JS numbers rules.
+            out[part] = "k" + "".join(c if c.isalpha() else "q" for c in token) + "-@" if self.counters else style.format(token)
+        out["tag"] = f"x-chat-{(tokens['tag'] if self.counters else out['tag'][-6:]).lower().strip('_-') or 'app'}"
+        out["msgtag"] = f"x-msg-{(tokens['msgtag'] if self.counters else out['msgtag'][-6:]).lower().strip('_-') or 'item'}"
         return out
+
+    def authors(self) -> tuple[str, str]:
+        """The names shown on our bubbles and on the agent's (sides by name or avatar)."""
+        rng = random.Random(f"authors-{self.seed}")
+        return rng.choice(["You", "User", "Guest"]), rng.choice(["Memo", "Aria", "Nova", "Sage", "Assistant", "Helper Bot"])
 
 
 def _config(variant: Variant, scenario: dict[str, Any], **extra: Any) -> str:
-    data = {"v": variant.model_dump(), "names": variant.names(), "s": scenario, **extra}
+    data = {"v": variant.model_dump(), "names": variant.names(), "authors": variant.authors(), "s": scenario, **extra}
     return html.escape(json.dumps(data), quote=False)
 
 
@@ -103,10 +135,19 @@ _APP_JS = r"""
 (async () => {
   const cfg = JSON.parse(document.querySelector("script[type='application/json']").textContent);
   const v = cfg.v, n = cfg.names, s = cfg.s;
+  const [userName, agentName] = cfg.authors;
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  // Counters: each class's number is set at this load, and a jss<n> class goes beside each (both change
+  // with every load, as CSS-in-JS builds number their rules).
+  if (v.counters) {
+    const base = 100 + Math.floor(Math.random() * 800);
+    Object.keys(n).forEach((k, i) => { n[k] = n[k].replace("@", String(base + i)); });
+  }
+  const jss = new Map();
+  const jssOf = (c) => { if (!jss.has(c)) jss.set(c, 10 + jss.size + Math.floor(Math.random() * 5) * 100); return "jss" + jss.get(c); };
   const el = (tag, cls, attrs = {}, ...kids) => {
     const e = document.createElement(tag);
-    if (cls) e.className = cls;
+    if (cls) e.className = v.counters ? cls.split(" ").filter(Boolean).map((c) => `${c} ${jssOf(c)}`).join(" ") : cls;
     for (const [k, val] of Object.entries(attrs)) if (val !== null && val !== undefined) e.setAttribute(k, val);
     e.append(...kids);
     return e;
@@ -153,7 +194,8 @@ _APP_JS = r"""
     [hidden] { display: none !important; }
     .${n.app} { display: flex; flex-direction: column; flex: 1; min-height: 0; height: 100%; }
     .${n.header} { display: flex; gap: 8px; padding: 6px 10px; background: #eef; }
-    .${n.log} { flex: 1; overflow-y: auto; padding: 10px; }
+    .${n.log} { flex: 1; overflow-y: auto; padding: 10px; display: flex; flex-direction: ${v.newest_first ? "column-reverse" : "column"};
+                justify-content: flex-end; }
     .${n.row} { display: flex; margin: 6px 0; }
     .${n.user} { justify-content: flex-end; }
     .${n.bubble} { padding: 6px 10px; border-radius: 10px; background: #f2f2f2; max-width: 70%; white-space: pre-wrap; }
@@ -161,6 +203,9 @@ _APP_JS = r"""
     .${n.composer} { display: flex; gap: 6px; padding: 8px; border-top: 1px solid #ddd; }
     .${n.input} { flex: 1; min-height: 2em; }
     .${n.dots} span { display: inline-block; width: 6px; height: 6px; margin: 2px; border-radius: 3px; background: #999; }
+    .${n.tool}, .${n.thought}, .${n.status} { font-size: 12px; color: #555; border-left: 3px solid #bbb; margin: 4px 0; padding: 2px 6px; }
+    .${n.name} { display: block; font-size: 11px; color: #666; }
+    .${n.avatar} { width: 16px; height: 16px; margin-right: 6px; }
   `);
   root.append(style);
   const log = el("div", n.log, {role: label("log"), "aria-label": label("Conversation")});
@@ -184,34 +229,80 @@ _APP_JS = r"""
     document.body.append(open);
   }
 
+  // Sides told by inline style alone: which declarations, from the seed.
+  const STYLES = [[{row: "justify-content: flex-end", bubble: "background: #cde"}, {}],
+                  [{row: "justify-content: flex-end"}, {row: "justify-content: flex-start"}],
+                  [{bubble: "background-color: rgb(204, 221, 238); margin-left: auto"}, {bubble: "background-color: rgb(242, 242, 242)"}]];
+  const styled = STYLES[v.seed % STYLES.length];
+  let lastRole = null;  // of the last message shown (authors once per group)
+  // Who wrote it, where only that tells the sides apart: a name, maybe once per group, or an avatar.
+  function author(role) {
+    const name = role === "me" ? userName : agentName;
+    const grouped = v.sides === "name-once" && lastRole === role;
+    lastRole = role;
+    if (grouped) return null;
+    if (v.sides === "avatar") return el("img", n.avatar, {alt: name, src: "data:image/svg+xml," +
+      encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"/>')});
+    return el("span", n.name, {}, name);
+  }
+  const byAuthor = ["name", "name-once", "avatar"].includes(v.sides);
+  // What a bubble shows beside its words (meta): an emoji avatar, the time it was sent.
+  const face = (role) => el("span", n.face, {}, role === "me" ? "🧑" : "🤖");
+  const sentAt = () => el("span", n.time, {}, new Date().toTimeString().slice(0, 5));
+
   // One message: a row with a bubble, or (shadow) an element whose own shadow root holds the bubble.
   function message(role, text) {
-    const author = role === "me" ? "user" : "assistant";
+    const who = byAuthor ? author(role) : null;
+    const author_ = role === "me" ? "user" : "assistant";
     if (v.shadow === "nested") {
-      const host = el(n.msgtag, "", {author});
+      const host = el(n.msgtag, "", v.sides === "markup" ? {author: author_} : {});
       const inner = host.attachShadow({mode: "open"});
-      const cls = v.shared_class ? "message" : `message ${author}`;
-      const body = el("div", cls, {"data-from": author}, el("div", "text", {}, text));
-      inner.append(el("style", "", {}, `.message { margin: 6px 0; padding: 6px 10px; border-radius: 10px; background: #f2f2f2; }`), body);
-      return {node: host, text: body.firstChild};
+      const cls = v.sides !== "markup" || v.shared_class ? "message" : `message ${author_}`;
+      const side = styled[role === "me" ? 0 : 1];
+      const look = v.sides === "style" ? {style: side.bubble || side.row} : {};  // (a row's own style goes on the bubble)
+      const body = el("div", cls, {...(v.sides === "markup" ? {"data-from": author_} : {}), ...look});
+      if (v.meta) body.append(face(role));
+      if (who) body.append(who);
+      const textEl = el("div", "text", {}, text);
+      body.append(textEl);
+      if (v.meta) body.append(sentAt());
+      inner.append(el("style", "", {}, `.message { margin: 6px 0; padding: 6px 10px; border-radius: 10px; background: #f2f2f2; }
+                                       .name { display: block; font-size: 11px; }`), body);
+      return {node: host, bubble: body, text: textEl};
     }
-    const cls = v.shared_class ? n.row : `${n.row} ${role === "me" ? n.user : n.bot}`;
-    const bubble = el("div", n.bubble, {}, el("span", n.text, {}, text));
-    const row = el("div", cls, v.shared_class ? {"data-author": author} : {}, bubble);
-    return {node: row, text: bubble.firstChild};
+    const shared = v.shared_class || v.sides !== "markup";
+    const cls = shared ? n.row : `${n.row} ${role === "me" ? n.user : n.bot}`;
+    const look = v.sides === "style" ? styled[role === "me" ? 0 : 1] : {};
+    const textEl = el("span", n.text, {}, text);
+    const bubble = el("div", n.bubble, look.bubble ? {style: look.bubble} : {});
+    if (v.meta) bubble.append(face(role));
+    if (who) bubble.append(who);
+    bubble.append(textEl);
+    if (v.meta) bubble.append(sentAt());
+    const row = el("div", cls, {...(v.shared_class && v.sides === "markup" ? {"data-author": author_} : {}),
+                                ...(look.row ? {style: look.row} : {})}, bubble);
+    return {node: row, bubble, text: textEl};
+  }
+  // The list in DOM order; a row kept last (the "… is working" row) stays last.
+  let trailer = null;
+  function put(node) {
+    if (v.newest_first) (trailer ? trailer.after(node) : log.prepend(node));
+    else (trailer ? log.insertBefore(node, trailer) : log.append(node));
+    log.scrollTop = v.newest_first ? 0 : log.scrollHeight;
   }
   function add(role, text) {
     const m = message(role, text);
-    log.append(m.node);
-    log.scrollTop = log.scrollHeight;
+    put(m.node);
     return m;
   }
 
   async function load() {
     log.replaceChildren();
+    lastRole = null;
     if (v.welcome !== null) add("bot", v.welcome);
     const res = await fetch(`/api/c/${conv}`);
-    for (const m of (await res.json()).messages) add(m.role, m.text);
+    const messages = (await res.json()).messages;
+    if (!v.forgets_on_reload) for (const m of messages) add(m.role, m.text);
   }
   await load();
 
@@ -220,15 +311,55 @@ _APP_JS = r"""
     busy = on;
     send.disabled = on;
     if (v.busy === "stop") stop.hidden = !on;
+    if (v.busy === "input") input.disabled = on;
     if (v.busy === "dots") {
       if (on && !dots) {
         const d = el("div", `${n.row} ${n.dots}`, {}, el("span"), el("span"), el("span"));
-        log.append(d);
+        put(d);
         return d;
       }
       if (!on && dots) dots.remove();
     }
+    if (v.busy === "working") {
+      if (on && !trailer) { const row = el("div", `${n.row} ${n.working}`, {}, `${agentName} is working…`); put(row); trailer = row; }
+      if (!on && trailer) { trailer.remove(); trailer = null; }
+    }
     return null;
+  }
+
+  // The agent's work before its answer: each step in the reply's bubble or beside it.
+  const TITLES = {tool: ["Using tool memory_search…", "🔧 Used tool memory_search"], thought: ["Thinking…", "💭 Thought for 1 second"]};
+  function workBlock(kind, title, body) {
+    if (v.work_form === "details") {
+      return el("details", n[kind], {}, el("summary", n.worktitle, {}, title), el("div", n.workbody, {}, body));
+    }
+    if (v.work_form === "toggle") {
+      const b = el("div", n.workbody, {}, body);
+      b.hidden = true;
+      const head = el("button", n.worktitle, {type: "button", "aria-expanded": "false"}, title);
+      head.addEventListener("click", () => { b.hidden = !b.hidden; head.setAttribute("aria-expanded", String(!b.hidden)); });
+      return el("div", n[kind], {}, head, b);
+    }
+    return el("div", n[kind], {"data-type": kind, "aria-label": kind === "tool" ? "Tool call" : "Reasoning"},
+              el("div", n.worktitle, {}, title), el("div", n.workbody, {}, body));
+  }
+  async function showWork(kind, holder, answer, markers) {
+    const place = (node) => (holder ? holder.bubble.insertBefore(node, holder.text) : put(node));
+    markers.dots = v.work_busy ? (setBusy(true, markers.dots) || markers.dots) : setBusy(false, markers.dots);
+    if (kind === "status") {
+      const line = el("div", n.status, {role: label("status")}, "Searching memory…");
+      place(line);
+      await sleep(300);
+      return line;
+    }
+    const [running, finished] = TITLES[kind];
+    const block = workBlock(kind, running, kind === "thought" ? "The user asks something; choosing what to tell them." : "");
+    place(block);
+    await sleep(kind === "tool" ? v.work_ms : 300);
+    // A tool's result holds the answer's words: a reader must not take it for the answer.
+    const done = workBlock(kind, finished, kind === "tool" ? `memory_search result: ${answer}` : "The user asks something; choosing what to tell them.");
+    block.replaceWith(done);
+    return done;
   }
 
   let sent = 0;
@@ -240,23 +371,30 @@ _APP_JS = r"""
     sent += 1;
     if (v.block_ms) { const until = Date.now() + v.block_ms; while (Date.now() < until) { /* a stuck main thread */ } }
     if (v.break_watch && sent === 1) Element.prototype.checkVisibility = () => { throw new Error("broken polyfill"); };
-    const dots = setBusy(true, null);
+    const markers = {dots: setBusy(true, null)};
     const res = await fetch(`/api/c/${conv}/messages`, {method: "POST", headers: {"Content-Type": "application/json"},
                                                        body: JSON.stringify({text})});
     const reply = await res.json();
     if (reply.silent) return;
     await sleep(reply.late_ms || s.first_token_ms || 0);
-    for (const b of reply.bubbles) {
-      const step = s.chunk_chars || b.length || 1;
+    for (const [i, b] of reply.bubbles.entries()) {
       let m = null;
-      for (let i = 0; i < b.length; i += step) {
-        if (i) await sleep(s.chunk_ms || 0);
-        const shown = b.slice(0, i + step);
-        if (!m) { if (dots) dots.remove(); m = add("bot", shown); } else m.text.textContent = shown;
+      if (i === 0 && v.work.length) {
+        if (v.work_place === "in-bubble") { m = add("bot", ""); if (markers.dots) { markers.dots.remove(); markers.dots = null; } }
+        const steps = [];
+        for (const kind of v.work) steps.push(await showWork(kind, m, b, markers));
+        for (const line of steps.filter((x) => x.className.includes(n.status))) line.remove();  // gone once the answer starts
+        markers.dots = setBusy(true, markers.dots) || markers.dots;
+      }
+      const step = s.chunk_chars || b.length || 1;
+      for (let j = 0; j < b.length; j += step) {
+        if (j) await sleep(s.chunk_ms || 0);
+        const shown = b.slice(0, j + step);
+        if (!m) { if (markers.dots) { markers.dots.remove(); markers.dots = null; } m = add("bot", shown); } else m.text.textContent = shown;
       }
     }
     if (reply.error) add("bot", reply.error);
-    setBusy(false, dots);
+    setBusy(false, markers.dots);
   }
   composer.addEventListener("submit", (e) => { e.preventDefault(); submit(); });
   input.addEventListener("keydown", (e) => {
