@@ -44,10 +44,25 @@ def _metrics(values: dict) -> dict[str, float]:
     return {m["name"]: m["value"] for m in values["metrics"]}
 
 
-async def _cdp(page: Page) -> CDPSession:
-    cdp = await page.context.new_cdp_session(page)
-    await cdp.send("Performance.enable")
-    return cdp
+async def play_measured(contenders: list[Contender], pages: dict[str, Page], rounds: int,
+                        turns: int) -> tuple[list[Results], dict[str, PageCost]]:
+    """play_rounds, with Chromium's main-thread time per turn on each contender's page (by name)."""
+    sessions: dict[str, CDPSession] = {}
+    for label, page in pages.items():
+        sessions[label] = await page.context.new_cdp_session(page)
+        await sessions[label].send("Performance.enable")
+    before = {label: _metrics(await s.send("Performance.getMetrics")) for label, s in sessions.items()}
+    results = await play_rounds(contenders, rounds, turns)
+    costs = {}
+    for r in results:
+        after = _metrics(await sessions[r.name].send("Performance.getMetrics"))
+        n = len(r.samples) + 1  # the warm-up turn too
+
+        def per_turn(key: str, r=r, after=after, n=n) -> float:
+            return (after[key] - before[r.name][key]) * 1000 / n
+
+        costs[r.name] = PageCost(per_turn("LayoutDuration"), per_turn("RecalcStyleDuration"), per_turn("ScriptDuration"))
+    return results, costs
 
 
 async def measure(browser: Browser, url: str, rounds: int, turns: int) -> LongChat:
@@ -55,30 +70,19 @@ async def measure(browser: Browser, url: str, rounds: int, turns: int) -> LongCh
     plan = [(kind, n, True) for n in SIZES for kind in ("ours", "floor")] + [("ours", SIZES[-1], False)]
     contenders: list[Contender] = []
     pages: dict[str, Page] = {}
-    for kind, n, contained in plan:
-        at = f"{url}?history={n}" + ("&contained=1" if contained else "")
-        label = name(kind, n, contained)
-        if kind == "ours":
-            c = await OurDriver(label, DEMO_PROFILE).start(browser, at)
-            pages[label] = c.driver._page()
-        else:
-            c = await Floor(tight=True).start(browser, at)
-            c.name = label
-            pages[label] = c.page
-        contenders.append(c)
     try:
-        sessions = {label: await _cdp(p) for label, p in pages.items()}
-        before = {label: _metrics(await s.send("Performance.getMetrics")) for label, s in sessions.items()}
-        results = await play_rounds(contenders, rounds, turns)
-        costs = {}
-        for r in results:
-            after = _metrics(await sessions[r.name].send("Performance.getMetrics"))
-            n = len(r.samples) + 1  # the warm-up turn too
-
-            def per_turn(key: str, r=r, after=after, n=n) -> float:
-                return (after[key] - before[r.name][key]) * 1000 / n
-
-            costs[r.name] = PageCost(per_turn("LayoutDuration"), per_turn("RecalcStyleDuration"), per_turn("ScriptDuration"))
+        for kind, n, contained in plan:
+            at = f"{url}?history={n}" + ("&contained=1" if contained else "")
+            label = name(kind, n, contained)
+            if kind == "ours":
+                c = await OurDriver(label, DEMO_PROFILE).start(browser, at)
+                pages[label] = c.driver._page()
+            else:
+                c = await Floor(tight=True).start(browser, at)
+                c.name = label
+                pages[label] = c.page
+            contenders.append(c)
+        results, costs = await play_measured(contenders, pages, rounds, turns)
     finally:
         for c in contenders:
             await c.close()

@@ -40,6 +40,7 @@ class Sample:
     delay_ms: float | None  # None where the contender's end can't be put on the page clock
     complete: bool  # the text returned is the whole reply
     watch_ms: float | None = None  # our driver: what the reply watch's checks took inside the page
+    watch_checks: int | None = None  # our driver: how many checks that was
 
     @property
     def overhead_ms(self) -> float:
@@ -107,7 +108,7 @@ class OurDriver:
         reply = await self.driver.send(text)
         wall = (time.perf_counter() - started) * 1000
         sample = await _page_sample(self.driver._page(), wall, time.time() * 1000, self.offset, reply.text)
-        sample.watch_ms = reply.watch_ms
+        sample.watch_ms, sample.watch_checks = reply.watch_ms, reply.watch_checks
         return sample
 
     async def close(self) -> None:

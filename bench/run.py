@@ -4,7 +4,9 @@ Measures, in one run and as ratios so a loaded machine hurts every contender ali
 1. per-turn overhead of our driver over the agent's own reply time, against a hand-written
    Playwright loop (the floor) and promptfoo's browser provider, on the same instrumented page;
 2. how late the driver notices that a streamed reply is complete, with and without UI markers, and
-   whether a turn costs more in a chat of 2,000 bubbles than in one of 10;
+   whether a turn costs more in a chat of 2,000 bubbles than in one of 10; what the reply watch's
+   features (the agent's work, sides told by authors, shadow roots, newest-first lists) cost per turn
+   at 2,000 bubbles against 10 (bench/watch_cost.py);
 3. what saving state and counting tokens cost per turn as a run grows to 5,000 messages;
 4. memory (PSS of the process tree) and throughput of N parallel runs;
 5. the persona model's calls per agent message, input tokens and their cacheable share on marathon-en,
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from playwright.async_api import async_playwright
 
-from bench import long_chat, parallel, persona_calls, promptfoo, state_cost
+from bench import long_chat, parallel, persona_calls, promptfoo, state_cost, watch_cost
 from bench.chat_page import ChatPage
 from bench.overhead import Floor, OurDriver, Promptfoo, Results, detection_profiles, play_rounds
 from bench.stats import median, p90, ratio, table
@@ -207,8 +209,8 @@ async def bench_long_chat(args, out: list[str]) -> None:
     out += ["## 2b. Long chats: per-turn overhead with 10 and 2,000 bubbles", "",
             f"The instrumented page opened with {long_chat.SIZES[0]} and with {long_chat.SIZES[-1]} earlier bubbles "
             "(half ours, half finished replies); our driver (demo profile, trace off) and the tight floor, "
-            f"{args.rounds} rounds of {args.turns} turns each, interleaved. 'watch' = what the reply watch's checks took "
-            "inside the page per turn; layout, style and script = Chromium's main-thread time per turn on that page "
+            f"{args.rounds} rounds of {args.turns} turns each, interleaved. 'watch' = what the reply watch took inside the "
+            "page per turn (arming it and its checks); layout, style and script = Chromium's main-thread time per turn on that page "
             "(CDP Performance.getMetrics). The target compares the first row with the last (a page that lays out "
             "all 2,000 bubbles on every frame); on the other pages the earlier bubbles sit in a block the browser "
             "may skip laying out, so the page's own layout stays flat and what grows is the driver's.", "",
@@ -220,6 +222,17 @@ async def bench_long_chat(args, out: list[str]) -> None:
             "with a walk of the whole DOM, as it must to pierce shadow roots, which the floor pays too. On the plain "
             f"page every frame lays out the whole chat: {layout:.0f} ms more layout per turn, mostly while the agent "
             "streams (inside the agent's own time), the same for any driver.", ""]
+
+
+async def bench_watch(args, out: list[str]) -> None:
+    turns = max(2, args.turns // 2)  # 20 contenders: half the turns of the other parts
+    async with async_playwright() as pw:
+        browser = await launch_chromium(pw)
+        try:
+            found = await watch_cost.measure(browser, args.rounds, turns)
+        finally:
+            await browser.close()
+    out += watch_cost.section(found, args.rounds, turns, args.summary)
 
 
 def bench_state(args, out: list[str]) -> None:
@@ -294,14 +307,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer turns, N = 1 and 2 only: a smoke test")
     ap.add_argument("--no-promptfoo", dest="promptfoo", action="store_false", help="skip the promptfoo contender")
-    ap.add_argument("--only", choices=["driver", "long", "state", "parallel", "persona"], action="append",
+    ap.add_argument("--only", choices=["driver", "long", "watch", "state", "parallel", "persona"], action="append",
                     help="run only these parts")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = ap.parse_args(argv)
     args.reply_ms = 400
     args.rounds, args.turns, args.window = (1, 4, 3) if args.quick else (4, 10, 10)
     args.parallel = [1, 2] if args.quick else [1, 2, 4, 8]
-    parts = args.only or ["driver", "long", "state", "parallel", "persona"]
+    parts = args.only or ["driver", "long", "watch", "state", "parallel", "persona"]
     args.summary = []
     started = time.monotonic()
     head = ["# Bench results", "", *machine(),
@@ -311,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(bench_driver(args, out))
     if "long" in parts:
         asyncio.run(bench_long_chat(args, out))
+    if "watch" in parts:
+        asyncio.run(bench_watch(args, out))
     if "state" in parts:
         bench_state(args, out)
     if "parallel" in parts:

@@ -51,6 +51,7 @@ class Reply:
     seconds: float = 0.0  # from send to complete
     notices: list[str] = field(default_factory=list)  # UI notices seen meanwhile (e.g. "context compacted")
     watch_ms: float = 0.0  # time the page spent judging this reply: the watch's own cost (bench/)
+    watch_checks: int = 0  # the page's checks of it (its looks at each DOM change between them: in watch_ms only)
     activity: list[Activity] = field(default_factory=list)  # the turn's work, in the order shown; never the answer
     repaired: int = field(default=0, init=False)
 

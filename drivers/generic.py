@@ -360,7 +360,7 @@ class PlaywrightDriver(ChatDriver):
             raise await self._agent_error(outcome.error, f"the chat shows an error instead of a reply ({step})")
         # A page knows the token it was opened with and may echo it: it is kept as its placeholder.
         reply = Reply(bubbles=[self.shown(b) for b in outcome.bubbles], signal=outcome.signal,
-                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms,
+                      notices=[self.shown(n) for n in outcome.notices], watch_ms=outcome.check_ms, watch_checks=outcome.checks,
                       activity=[Activity(kind=a["kind"], title=self.shown(a["title"]), text=self.shown(a["text"]))
                                 for a in outcome.activity])
         if self._rate_limited(reply.text):

@@ -72,8 +72,18 @@ WATCH_JS = in_page(r"""
   const ordered = (s, scope) => inOrder(all(s, scope));
   const ignored = (el) => !!(cfg.ignore && Q.closest(el, cfg.ignore));
   // The elements of a list in reading order that come after `anchor`: a suffix, found from the end,
-  // so a check costs what the new messages cost, not what the whole chat does.
-  const tail = (list, anchor) => { let i = list.length; while (i > 0 && after(anchor, list[i - 1])) i--; return list.slice(i); };
+  // so a check costs what the new messages cost, not what the whole chat does. Where it starts is
+  // kept while the list, the anchor and where elements stand (Q.structure) are the same: the compare
+  // that finds the first element before the anchor costs, in Chromium, a walk of the whole chat.
+  const tails = (window.__mmbTails = window.__mmbTails || new WeakMap());
+  const tail = (list, anchor) => {
+    const known = tails.get(list), now = Q.structure();
+    if (known && known.anchor === anchor && known.structure === now) return list.slice(known.from);
+    let i = list.length;
+    while (i > 0 && after(anchor, list[i - 1])) i--;
+    tails.set(list, {anchor, structure: now, from: i});
+    return list.slice(i);
+  };
   const busyNow = () => all(cfg.busy).some(visible);
 
   // The agent's work shown in the chat (tool cards, thoughts, status lines): never its answer.
@@ -126,34 +136,80 @@ WATCH_JS = in_page(r"""
   const whole = (p) => (p ? new RegExp("^(?:" + p + ")$", "i") : null);
   const agentName = whole(cfg.authorAgent), userName = whole(cfg.authorUser);
   const sideMemo = byName ? (window.__mmbSides = window.__mmbSides || new Map()) : null;
-  const memoKey = [cfg.author, cfg.authorAgent, cfg.authorUser].join("\u0000");
-  if (byName && !sideMemo.has(memoKey)) sideMemo.set(memoKey, new WeakMap());
-  function nameOf(el) {
-    const a = Q.all(cfg.author, el)[0];
-    if (!a) return null;
+  const memoKey = [cfg.message, cfg.author, cfg.authorAgent, cfg.authorUser].join("\u0000");
+  // own: each bubble's side by its own name; index: where a bubble stood in the list last worked out
+  if (byName && !sideMemo.has(memoKey)) sideMemo.set(memoKey, {own: new WeakMap(), index: new WeakMap(), last: null});
+  function nameOf(a) {  // the name an author element shows
     const img = a.matches("img, [role=img]") ? a : Q.all("img[alt], [role=img][aria-label]", a)[0];
     const said = Q.text(a).trim() || (img && (img.getAttribute("alt") || img.getAttribute("aria-label"))) ||
                  a.getAttribute("aria-label") || a.getAttribute("title") || "";
     return said.replace(/\s+/g, " ").trim() || null;
   }
-  function ownSide(el) {  // from the bubble's own name; null when it shows none (a name drawn later is read then)
-    const memo = sideMemo.get(memoKey);
+  // From the bubble's own name: "agent", "user" or "other"; null when it has no author element, and
+  // "unnamed" when its author element shows no name yet (a name drawn later is read then).
+  function ownSide(el) {
+    const memo = sideMemo.get(memoKey).own;
     if (memo.has(el)) return memo.get(el);
-    const name = nameOf(el);
-    if (name === null) return null;
+    const a = Q.all(cfg.author, el)[0];
+    if (!a) return null;
+    const name = nameOf(a);
+    if (name === null) return "unnamed";
     const agent = !!agentName && agentName.test(name), user = !!userName && userName.test(name);
     const side = agent ? "agent" : user ? "user" : !agentName ? "agent" : !userName ? "user" : "other";
     memo.set(el, side);
     return side;
   }
-  function sides() {  // [the agent's bubbles, ours], in reading order
+  // [the agent's bubbles, ours], in reading order. Worked out again only from the first bubble that
+  // may have changed since the last time, so a check in a long chat costs what its new bubbles cost:
+  // the bubbles before stand as they were while the list of bubbles kept them in the same places and
+  // the list of author elements only grew at its end, none of the new ones inside them (both lists
+  // kept from the DOM's change records). A bubble whose author element shows no name yet is read
+  // again every time, and so is every bubble after it.
+  function sides() {
+    const memo = sideMemo.get(memoKey), last = memo.last;
+    const raw = all(cfg.message), authors = all(cfg.author), reversed = reversedNow();
+    if (last && last.raw === raw && last.authors === authors && last.reversed === reversed &&
+        last.unsure === last.list.length) return last.result;
+    const list = reversed ? raw.slice().reverse() : raw;
+    let from = 0;
+    if (last && last.reversed === reversed) {
+      const same = Math.min(last.list.length, list.length, last.unsure);
+      while (from < same && last.list[from] === list[from]) from++;
+      if (last.authors !== authors) from = Math.min(from, firstWithNewAuthor(last, authors, list, from));
+    }
+    const at = last ? last.at.slice(0, from) : [];  // each bubble's side, its own or the one before's
     const agent = [], user = [];
-    let side = null;
-    for (const el of ordered(cfg.message)) {
-      side = ownSide(el) || side;
+    for (let i = 0; i < from; i++) if (at[i] === "agent") agent.push(list[i]); else if (at[i] === "user") user.push(list[i]);
+    let side = from ? at[from - 1] : null, unsure = list.length;
+    for (let i = from; i < list.length; i++) {
+      const el = list[i], own = ownSide(el);
+      if (own === "unnamed" && unsure === list.length) unsure = i;
+      side = (own !== "unnamed" && own) || side;
+      at.push(side);
+      memo.index.set(el, i);
       if (side === "agent") agent.push(el); else if (side === "user") user.push(el);
     }
-    return [agent, user];
+    memo.last = {raw, authors, reversed, list, at, unsure, result: [agent, user]};
+    return memo.last.result;
+  }
+  // The first bubble of the list's first `upTo` that a new author element may have named: 0 when the
+  // list of them did not just grow at its end.
+  function firstWithNewAuthor(last, authors, list, upTo) {
+    const before = last.authors;
+    if (authors.length < before.length || before.some((a, i) => authors[i] !== a)) return 0;
+    const up = (el) => {
+      const p = el.parentNode;
+      const next = p instanceof ShadowRoot ? p.host : p && p.nodeType === Node.ELEMENT_NODE ? p : null;
+      return next && Q.closest(next, cfg.message);
+    };
+    let first = upTo;
+    for (const a of authors.slice(before.length)) {
+      for (let m = Q.closest(a, cfg.message); m; m = up(m)) {
+        const i = sideMemo.get(memoKey).index.get(m);
+        if (i !== undefined && i < first && list[i] === m) first = i;
+      }
+    }
+    return first;
   }
   const candidates = () => (byName ? sides()[0] : ordered(cfg.assistant));
   const ourBubbles = () => (byName ? sides()[1] : ordered(cfg.user));
@@ -241,6 +297,7 @@ WATCH_JS = in_page(r"""
   }
 
   function arm(mark) {
+    const began = performance.now();
     for (const other of Object.values(W)) end(other, null);
     Q.refresh();
     const before = candidates();
@@ -254,14 +311,18 @@ WATCH_JS = in_page(r"""
                lastUser: users.length ? plainText(users[users.length - 1]) : null,
                before: tellsOurs ? [] : before.filter((el) => !ignored(el)).map(quickText),
                marked: mark ? before.length : 0, marking: !!mark, seen: marks, observer: null, stop: null,
-               checks: 0, checkMs: 0, work: new Map(), workOrder: [], workChanged: 0};
+               busyShown: false, checks: 0, checkMs: 0, work: new Map(), workOrder: [], workChanged: 0};
     // Between two checks a busy marker or a placeholder may come and go: every DOM change is seen here.
+    // (While the last look found the busy marker shown, the next check looks again, within pollMs: a
+    // look makes the page work out its styles, which after a change that restyles the whole page, a
+    // <style> added with a tool card's icon, costs what the whole chat does.)
     w.observer = Q.observe(() => {
       const t = performance.now();
-      if (cfg.busy && busyNow()) { w.busySeen = w.busySeen || t; w.busyLast = t; }
+      if (cfg.busy && !w.busyShown && busyNow()) { w.busySeen = w.busySeen || t; w.busyLast = t; w.busyShown = true; }
       if (!w.placeholderSeen) assess(w);
       w.checkMs += performance.now() - t;
     });
+    w.checkMs = performance.now() - began;  // arming is part of the watch's cost
     W[cfg.token] = w;
     return w;
   }
@@ -286,6 +347,7 @@ WATCH_JS = in_page(r"""
     const {anchor, shown, real, lastReal, pending, work, workAfter} = seenNow;
     const busy = busyNow();
     if (busy) { w.busySeen = w.busySeen || now; w.busyLast = now; }
+    w.busyShown = busy;
     // Done "on" the bubble: it, a part of it, or its message container; or a fresh marker after it.
     const doneMark = (el) => !!Q.closest(el, cfg.done) || all(cfg.done, el).length > 0 ||
                              tail(ordered(cfg.done), el).some((d) => !seen(w, d));

@@ -105,3 +105,79 @@ def test_a_new_chat_that_greets_in_the_agent_s_name_is_a_reset(harness, lab, tmp
         return info.reset_sign
 
     assert "no messages left (1 before)" in harness.run(go())
+
+
+SIDES_PAGE = """<!doctype html><html><body><div id="log"></div><script>
+  // Who wrote each bubble, worked out from scratch: its name, else the one before's (an empty name is none).
+  window.reference = () => {
+    let side = null;
+    const users = [];
+    for (const m of document.querySelectorAll('#log .msg')) {
+      const name = ((m.querySelector('.name') || {}).textContent || '').trim();
+      side = name ? (/^memo$/i.test(name) ? 'agent' : 'user') : side;
+      if (side === 'user') users.push(m);
+    }
+    return {users: users.length, last: users.length ? users[users.length - 1].querySelector('.text').textContent : null};
+  };
+</script></body></html>"""
+
+CHANGE_JS = """(seed) => {
+  let s = seed;
+  const rnd = (n) => { s = (s * 1103515245 + 12345) % 2147483648; return Math.floor(s / 65536) % n; };
+  window.__step = (window.__step || 0) + 1;
+  const log = document.getElementById('log'), msgs = [...log.querySelectorAll('.msg')];
+  const pick = msgs[rnd(msgs.length)];
+  const bubble = (name) => {
+    const m = document.createElement('div');
+    m.className = 'msg';
+    if (name !== null) m.append(Object.assign(document.createElement('span'), {className: 'name', textContent: name}));
+    m.append(Object.assign(document.createElement('span'), {className: 'text', textContent: 'words ' + window.__step}));
+    return m;
+  };
+  const someone = () => (rnd(2) ? 'Memo' : 'User');
+  const kind = rnd(8);
+  if (kind === 0) log.append(bubble(someone()));
+  else if (kind === 1) log.append(bubble(null));
+  else if (kind === 2 && pick) log.insertBefore(bubble(rnd(2) ? someone() : null), pick);
+  else if (kind === 3 && pick) pick.remove();
+  else if (kind === 4 && pick && !pick.querySelector('.name')) pick.prepend(Object.assign(document.createElement('span'), {className: 'name', textContent: someone()}));
+  else if (kind === 5) log.append(bubble(''));
+  else if (kind === 6) { const empty = [...log.querySelectorAll('.name')].find((n) => !n.textContent); if (empty) empty.textContent = someone(); }
+  else if (kind === 7 && pick) pick.querySelector('.text').textContent += ' more';
+  return kind;
+}"""
+
+
+def test_the_sides_worked_out_step_by_step_equal_those_worked_out_from_scratch(harness):
+    """The watch keeps each bubble's side and works them out again only from the first bubble that may
+    have changed: after each of many random changes (bubbles added at the end or before others, with a
+    name, none, or an empty one filled later; removed; a name put into a bubble that had none; words
+    streamed) our bubbles it finds are those a look at every bubble finds."""
+    from drivers.deep_dom import SHADOW_HOOK_JS
+    from drivers.profile import Authors, Profile, Selectors
+    from drivers.reply_watch import WATCH_JS, ReplyWatch
+
+    profile = Profile(name="sides", url="http://sides.test/", authors=Authors(agent="Memo"),
+                      selectors=Selectors(input="#box", message="#log .msg", author=".name"))
+    cfg = ReplyWatch(None, profile).cfg  # type: ignore[arg-type]  # the scope is for calls made from Python
+
+    async def go():
+        page = await harness.browser.new_page()
+        try:
+            await page.add_init_script(SHADOW_HOOK_JS)
+            await page.route("http://sides.test/", lambda route: route.fulfill(body=SIDES_PAGE, content_type="text/html"))
+            await page.goto("http://sides.test/")
+            wrong = []
+            for step in range(250):
+                kind = await page.evaluate(CHANGE_JS, 1000 + step * 7919)
+                if step % 4 == 3:
+                    continue  # several changes between two looks, sometimes
+                got = await page.evaluate(WATCH_JS, {"op": "ours", "cfg": cfg, "limits": None})
+                want = await page.evaluate("reference()")
+                if got != want:
+                    wrong.append((step, kind, got, want))
+            return wrong
+        finally:
+            await page.close()
+
+    assert harness.run(go()) == []

@@ -133,3 +133,56 @@ def test_the_save_cost_probe_saves_through_the_real_store(tmp_path):
     assert all(c.turn_ms > 0 and c.whole_ms > 0 and c.state_kb < c.total_kb for c in costs)
     state = read_state(tmp_path / "run-1")
     assert len(state.evaluations) == 30 + 2 + 5 and state.turn == 2 + 5, "each turn graded a check, warm-up included"
+
+
+def test_the_watch_bench_opens_the_lab_with_the_history_each_feature_shows(chromium):
+    from bench.watch_cost import FEATURES, TIMING, history
+    from tests.support.chat_lab import ChatLab, LabScenario
+
+    shows = {"work in the bubble": ".bubble.bot .work", "work beside": "#log > .work", "authors: name once per group": ".name"}
+    counts = {}
+
+    async def play():
+        async with async_playwright() as pw:
+            browser = await launch_chromium(pw)
+            try:
+                page = await browser.new_page()
+                for f in (f for f in FEATURES if f.name in shows):
+                    with ChatLab(LabScenario(**TIMING, **f.scenario)) as lab:
+                        conv = lab.new_conversation()
+                        lab.conversations[conv] = history(f, 9)
+                        await page.goto(f"{lab.url}/c/{conv}")
+                        await page.wait_for_selector("#log[data-ready='1']", state="attached")
+                        counts[f.name] = (await page.locator("#log .bubble").count(), await page.locator(shows[f.name]).count())
+            finally:
+                await browser.close()
+
+    asyncio.run(play())
+    # 9 bubbles: ours and the agent's by turns, each earlier reply with its thought and tool card; where names
+    # are shown once per group, the agent answers in two bubbles and only the first shows a name
+    assert counts == {"work in the bubble": (9, 8), "work beside": (9, 8), "authors: name once per group": (9, 6)}
+
+
+def test_the_watch_bench_reads_every_reply_whole_and_reports_the_watch_per_feature(chromium):
+    from bench.watch_cost import FEATURES, measure, section
+
+    picked = [f for f in FEATURES if f.name in ("plain", "work in the bubble", "newest first, authors: name once per group",
+                                                  "parts in shadow roots, authors: name")]
+
+    async def play():
+        async with async_playwright() as pw:
+            browser = await launch_chromium(pw)
+            try:
+                return await measure(browser, rounds=1, turns=1, features=picked, sizes=(4, 9))
+            finally:
+                await browser.close()
+
+    found = asyncio.run(play())
+    names = [r.name for r in found.results]
+    assert "floor, work in the bubble, 9 bubbles" in names and len(names) == 2 * len(picked) + 2
+    samples = [s for r in found.results for s in r.samples]
+    assert samples and all(s.complete for s in samples), "the reply read whole: no work, name or time in it"
+    ours = [s for r in found.results if r.name.startswith("ours") for s in r.samples]
+    assert all(s.watch_checks and s.watch_ms and s.watch_ms > 0 for s in ours)
+    lines = "\n".join(section(found, 1, 1, summary := []))
+    assert "| parts in shadow roots, authors: name | **" in lines and summary[0].startswith("- reply watch")

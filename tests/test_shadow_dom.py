@@ -92,7 +92,10 @@ def run_in_page(harness, script: str, arg=None, *, hook: bool = True):
         try:
             if hook:
                 await page.add_init_script(SHADOW_HOOK_JS)
-            await page.set_content(PAGE)
+            # a page loaded, as a chat is (set_content would write into about:blank, where no init script runs)
+            await page.route("http://shadow.test/", lambda route: route.fulfill(body=PAGE, content_type="text/html"))
+            await page.goto("http://shadow.test/")
+            assert await page.evaluate("!!window.__mmbShadowRoots") == hook
             return await page.evaluate(in_page(script), arg)
         finally:
             await page.close()
@@ -122,34 +125,59 @@ def test_after_closest_and_contains_cross_shadow_boundaries(harness):
 
 
 def test_kept_lists_follow_every_kind_of_change(harness):
-    """Q.live keeps lists between checks, updated from mutation records: after each of many random
-    changes (appends, inserts, removals of wrappers, class and attribute flips on matches and on their
-    ancestors, new shadow roots)
-    it must equal a fresh query."""
+    """Q.live keeps lists between checks, updated from mutation records, and Q.all keeps what it knows
+    of the shadow roots: after each of many random changes (appends, inserts before others, prepends,
+    moves, removals of wrappers and of shadow hosts, class and attribute flips on matches and on their
+    ancestors, new shadow roots, hosts given their root before they are in the page) both must equal
+    a walk of the composed tree, and Q.structure() must have changed with every element added,
+    removed or moved (and with nothing else)."""
     script = """(seed) => {
       let s = seed;
-      const rnd = (n) => { s = (s * 1103515245 + 12345) % 2147483648; return s % n; };
+      // (the high bits: the low ones of this generator repeat within a few steps)
+      const rnd = (n) => { s = (s * 1103515245 + 12345) % 2147483648; return Math.floor(s / 65536) % n; };
       const sels = ['.m', '#log .m.bot', '[data-done="1"]', '.wrap .m'];
       const log = document.body.appendChild(Object.assign(document.createElement('div'), {id: 'log'}));
+      // the reference: every match in composed order (a host's shadow content right after the host)
+      const walk = (sel) => {
+        const out = [];
+        const visit = (parent) => { for (const c of parent.children) { if (c.matches(sel)) out.push(c); if (c.shadowRoot) visit(c.shadowRoot); visit(c); } };
+        visit(document);
+        return out;
+      };
+      const same = (a, b) => a.length === b.length && a.every((e, i) => e === b[i]);
       const mismatches = [];
+      let structure = Q.structure(), changed = false;
       for (let step = 0; step < 300; step++) {
         const els = Q.all('.m, .wrap');
         const pick = els[rnd(els.length)] || log;
-        const kind = rnd(8);
+        const kind = rnd(12);
         const fresh = () => { const p = document.createElement('p'); p.className = 'm' + (rnd(2) ? ' bot' : ''); return p; };
+        const hosts = [...document.querySelectorAll('x-part')];
+        let placed = true;  // an element added, removed or moved
         if (kind === 0) log.appendChild(fresh());
         else if (kind === 1) pick.parentNode.insertBefore(fresh(), pick);
         else if (kind === 2) { const w = document.createElement('div'); w.className = 'wrap'; w.append(fresh(), fresh()); log.append(w); }
         else if (kind === 3 && pick !== log) pick.remove();
-        else if (kind === 4) pick.classList.toggle('bot');
-        else if (kind === 5) pick.toggleAttribute('data-done') || pick.setAttribute('data-done', '1');
-        else if (kind === 7) pick.classList.toggle('wrap');
+        else if (kind === 4) { pick.classList.toggle('bot'); placed = false; }
+        else if (kind === 5) { pick.toggleAttribute('data-done') || pick.setAttribute('data-done', '1'); placed = false; }
         else if (kind === 6) { const h = document.createElement('x-part'); log.append(h); h.attachShadow({mode: 'open'}).append(fresh()); }
+        else if (kind === 7) { pick.classList.toggle('wrap'); placed = false; }
+        else if (kind === 8 && pick !== log) log.insertBefore(pick, log.firstChild);
+        else if (kind === 9) { const h = document.createElement('x-part'); h.attachShadow({mode: 'open'}).append(fresh()); pick.parentNode.insertBefore(h, pick); }
+        else if (kind === 10 && hosts.length) hosts[rnd(hosts.length)].remove();
+        else if (kind === 11) { log.prepend(fresh()); }
+        else placed = false;
+        changed = changed || placed;
         if (rnd(3) === 0) continue;  // several changes between two looks, sometimes
         for (const sel of sels) {
-          const kept = Q.live(sel), now = Q.all(sel);
-          if (kept.length !== now.length || kept.some((e, i) => e !== now[i])) mismatches.push([step, kind, sel]);
+          const want = walk(sel);
+          if (!same(Q.live(sel), want)) mismatches.push([step, kind, sel, 'live']);
+          if (!same(Q.all(sel), want)) mismatches.push([step, kind, sel, 'all']);
         }
+        const now = Q.structure();
+        if (changed !== (now !== structure)) mismatches.push([step, kind, 'structure ' + (changed ? 'unchanged' : 'changed')]);
+        structure = now;
+        changed = false;
       }
       return mismatches;
     }"""

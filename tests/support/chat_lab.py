@@ -470,11 +470,11 @@ _HTML = r"""<!doctype html>
     log.replaceChildren(...(cfg.newest_first ? built.reverse() : built));
     log.scrollTop = log.scrollHeight;
   }
-  function add(m) {
+  function add(m, scroll = true) {  // (a history of thousands is scrolled once, not laid out per message)
     msgs.push(m);
     if (cfg.rerender) return renderAll(), m;
     if (cfg.newest_first) log.prepend(build(m)); else log.append(build(m));
-    log.scrollTop = log.scrollHeight;
+    if (scroll) log.scrollTop = log.scrollHeight;
     return m;
   }
   function update(m, patch, swapNode) {
@@ -512,7 +512,9 @@ _HTML = r"""<!doctype html>
     if (cfg.welcome !== null) add({role: "bot", text: cfg.welcome, welcome: true, done: true});
     const res = await fetch(`/api/c/${conv}`);
     const history = (await res.json()).messages;
-    if (!cfg.forgets_on_reload) for (const m of history) add({role: m.role, text: m.text, done: true});
+    // (a message may come with the work it showed: `work` in its bubble, or a {role: "work", kind, title, body})
+    if (!cfg.forgets_on_reload) for (const m of history) add({...m, done: true}, false);
+    log.scrollTop = log.scrollHeight;
     log.dataset.ready = "1";
   }
   const ready = load();
