@@ -482,8 +482,11 @@ TURN_JS = r"""
       if ((!line.on.length && !flashed) || w.shownBefore.has(el) || /^(STYLE|LINK|SCRIPT|TEMPLATE|META|SLOT)$/.test(el.tagName)) continue;
       if (el.isConnected && visible(el)) continue;
       if (replyText.some((t) => t && deepText(el).includes(t))) continue;
-      // Not a piece of the work, nor inside one (as it stood while shown: a step's body folded away is gone).
+      // Not our own message in its sending state (Hydrogen's `li.unsent`, a clock in our bubble), gone once
+      // the server took it: it says nothing of the agent's work.
       const where = w.where.get(el), was = where && where.chain.includes(list) ? where.chain.slice(0, where.chain.indexOf(list)) : [];
+      if ([el, ...was].some((a) => deepText(a).includes(w.tag))) continue;
+      // Not a piece of the work, nor inside one (as it stood while shown: a step's body folded away is gone).
       if ((el.isConnected ? Q.contains(list, el) && insideWorkish(el, list) : insideWorkish(el, null)) ||
           was.some((a) => workish(a) || pieces.some((p) => p.el === a)) ||
           pieces.some((p) => p.el === el || Q.contains(p.el, el) || p.el.contains(el))) continue;

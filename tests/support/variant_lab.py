@@ -76,6 +76,7 @@ class Variant(BaseModel):
     forgets_on_reload: bool = False
     counters: bool = False
     meta: bool = False  # each bubble also shows an emoji avatar and the time it was sent (not the message's words)
+    pending: bool = False  # our message shows unsent (a class, a clock) until the server took it, then is drawn anew
 
     def names(self) -> dict[str, str]:
         """Class names for each part, generated from the seed in one of the styles real builds use."""
@@ -83,7 +84,7 @@ class Variant(BaseModel):
         style = rng.choice(["css-{}", "_{}_1", "sc-{}", "x{}"])
         parts = ["app", "header", "title", "log", "row", "user", "bot", "bubble", "text", "composer", "input", "send",
                  "stop", "dots", "new", "launcher", "panel", "welcome", "tag", "msgtag",
-                 "tool", "thought", "worktitle", "workbody", "status", "name", "avatar", "working", "face", "time"]  # (new ones last:
+                 "tool", "thought", "worktitle", "workbody", "status", "name", "avatar", "working", "face", "time", "pending", "clock"]  # (new ones last:
         # a seed keeps the names it had)
         out, tokens = {}, {}
         for part in parts:
@@ -367,13 +368,19 @@ _APP_JS = r"""
     const text = input.value;
     if (busy || !text.trim()) return;
     input.value = "";
-    add("me", text);
+    const roleBefore = lastRole;  // (a message drawn anew keeps its place in a group)
+    const mine = add("me", text);
+    if (v.pending) { mine.node.classList.add(n.pending); mine.bubble.append(el("span", n.clock, {title: "Sending"}, "🕓")); }
     sent += 1;
     if (v.block_ms) { const until = Date.now() + v.block_ms; while (Date.now() < until) { /* a stuck main thread */ } }
     if (v.break_watch && sent === 1) Element.prototype.checkVisibility = () => { throw new Error("broken polyfill"); };
     const markers = {dots: setBusy(true, null)};
     const res = await fetch(`/api/c/${conv}/messages`, {method: "POST", headers: {"Content-Type": "application/json"},
                                                        body: JSON.stringify({text})});
+    if (v.pending) {  // the server took it: our message drawn anew, as sent (Hydrogen's li.unsent goes so)
+      lastRole = roleBefore;
+      mine.node.replaceWith(message("me", text).node);
+    }
     const reply = await res.json();
     if (reply.silent) return;
     await sleep(reply.late_ms || s.first_token_ms || 0);
