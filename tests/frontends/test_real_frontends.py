@@ -114,7 +114,7 @@ def _assert_played(run_id: str, done, results: Path, model: ChatModel, *, done_m
     # What the model received, request by request (its last user message), is what was typed: once each.
     # A request that carries a tool's result is the same turn going on (an agent at work), not a new message.
     received = [_squash(text_of([m for m in r if m.get("role") == "user"][-1].get("content")))
-                for r, step in zip(model.requests, model.completions) if not step.tool_results]
+                for r, step in zip(model.requests, model.completions, strict=True) if not step.tool_results]
     assert received == [_squash(x["sent"]) for x in exchanges]
     if done_marker:
         wanted = ["busy-gone"] + (["done"] if build_profile(run_id, {}, {}).selectors.done else [])
