@@ -491,10 +491,10 @@ class WaitFailure:
         if not s:
             return self.stage
         if s.get("stage") == "our message is not shown":
-            return f"{self.stage}: {_ours(sel)} shows no new message of ours"
-        found = (f"{s['bubbles']} bubble(s) matched {_theirs(sel)}, the last "
+            return f"{self.stage}: {_side_in_words(sel, 'user')} shows no new message of ours"
+        found = (f"{s['bubbles']} bubble(s) matched {_side_in_words(sel, 'agent')}, the last "
                  f"{s['last']!r} stable for {s['stableFor'] / 1000:.1f} s" if s["bubbles"] else
-                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched {_theirs(sel)} after our message")
+                 f"{'only placeholders' if s.get('pending') else 'nothing'} matched {_side_in_words(sel, 'agent')} after our message")
         parts = [found]
         if s.get("assistantMatchesOurs"):
             parts.append(f"assistant_message {sel.get('assistant')!r} also matches our own message "
@@ -510,22 +510,14 @@ class WaitFailure:
         return f"{self.stage}: " + "; ".join(parts)
 
 
-def _theirs(sel: dict[str, Any]) -> str:
-    """How the profile finds the agent's bubbles, in words."""
-    if sel.get("message"):
-        who = f"authors.agent {sel['authorAgent']!r}" if sel.get("authorAgent") else \
-            f"any author but authors.user {sel.get('authorUser')!r}"
-        return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
-    return f"assistant_message {sel.get('assistant')!r}"
-
-
-def _ours(sel: dict[str, Any]) -> str:
-    """How the profile finds our bubbles, in words."""
-    if sel.get("message"):
-        who = f"authors.user {sel['authorUser']!r}" if sel.get("authorUser") else \
-            f"any author but authors.agent {sel.get('authorAgent')!r}"
-        return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
-    return f"user_message {sel.get('user')!r}"
+def _side_in_words(sel: dict[str, Any], side: str) -> str:
+    """How the profile finds one side's bubbles ("agent" or "user"), in words."""
+    if not sel.get("message"):
+        return f"assistant_message {sel.get('assistant')!r}" if side == "agent" else f"user_message {sel.get('user')!r}"
+    other = "user" if side == "agent" else "agent"
+    key, other_key = f"author{side.title()}", f"author{other.title()}"
+    who = f"authors.{side} {sel[key]!r}" if sel.get(key) else f"any author but authors.{other} {sel.get(other_key)!r}"
+    return f"message {sel['message']!r} whose author {sel.get('author')!r} is {who}"
 
 
 def _progress(state: dict[str, Any]) -> str:
