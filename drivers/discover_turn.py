@@ -473,7 +473,7 @@ TURN_JS = r"""
   // not visible now; not a message (no reply text in it, not in a reply row unless it says the agent is
   // busy), not a piece of its work. Or the text box, disabled while the agent worked.
   function markers(w, list, pieces, replyText) {
-    const out = [], tried = [];
+    const out = [], tried = [], sending = new Set();
     const BUSY_NAME = /stop|typing|dots|loading|spinner|busy|thinking|working|generat/i;
     for (const el of w.touched) if (el.nodeType === 1 && !w.timeline.has(el)) w.timeline.set(el, {on: []});
     for (const [el, line] of w.timeline) {
@@ -485,7 +485,11 @@ TURN_JS = r"""
       // Not our own message in its sending state (Hydrogen's `li.unsent`, a clock in our bubble), gone once
       // the server took it: it says nothing of the agent's work.
       const where = w.where.get(el), was = where && where.chain.includes(list) ? where.chain.slice(0, where.chain.indexOf(list)) : [];
-      if ([el, ...was].some((a) => deepText(a).includes(w.tag))) continue;
+      if ([el, ...was].some((a) => deepText(a).includes(w.tag))) {
+        const f = features(el)[0];
+        sending.add(f ? compose(el.tagName.toLowerCase(), f) : el.tagName.toLowerCase());
+        continue;
+      }
       // Not a piece of the work, nor inside one (as it stood while shown: a step's body folded away is gone).
       if ((el.isConnected ? Q.contains(list, el) && insideWorkish(el, list) : insideWorkish(el, null)) ||
           was.some((a) => workish(a) || pieces.some((p) => p.el === a)) ||
@@ -511,6 +515,7 @@ TURN_JS = r"""
       const state = {disabled: ":disabled", readonly: "[readonly]", "aria-disabled": "[aria-disabled='true']"}[w.inputBusy];
       if (own) out.push({sel: own + state, rank: 1.5, name: `the text box, ${w.inputBusy} while the agent worked`, seen: 1});
     }
+    for (const sel of [...sending].slice(0, 2).reverse()) tried.unshift([sel, "part of our own message while it was sent, not the agent at work"]);
     out.sort((a, b) => a.rank - b.rank || b.seen - a.seen);
     const els = out.map((m) => m.el).filter(Boolean);
     for (const m of out) delete m.el;

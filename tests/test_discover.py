@@ -131,6 +131,7 @@ def test_a_discovered_profile_plays_a_benchmark_with_nothing_typed_twice(page, t
         assert "is working" in done.stderr.split("\nbusy: ")[1].splitlines()[0], done.stderr
     if v.pending:  # our message's sending state is not the agent at work, and rejects no selector of a bubble
         assert "Sending" not in selectors.get("busy", "") and "also matches the busy marker" not in done.stderr, done.stderr
+        assert "part of our own message while it was sent, not the agent at work" in done.stderr  # said, not dropped
     if v.frame != "none":
         assert agent["frame"] in ("iframe", ".panel iframe", f".{v.names()['panel']} iframe"), agent
         assert "(cross-origin, HOLDS THE CHAT)" in done.stderr
